@@ -1,0 +1,24 @@
+"""sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
+from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
+from .explain import (
+    banzhaf_values,
+    beta_shapley_values,
+    expected_value,
+    predict_raw,
+    saabas_values,
+    shap_values,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TreeEnsemble",
+    "UnsupportedModelError",
+    "to_ensemble",
+    "shap_values",
+    "saabas_values",
+    "banzhaf_values",
+    "beta_shapley_values",
+    "expected_value",
+    "predict_raw",
+]

@@ -1,0 +1,47 @@
+# Raw predictions and cover-weighted node means of a TreeEnsemble.
+import numpy as np
+
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+from ._forest cimport Forest, forest_from, next_node
+
+
+def predict_raw(ens, const double[:, ::1] X, int n_threads):
+    """f(x) in the model's raw (margin) space, shape (n_rows, n_outputs)."""
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value), (n_rows, 1))
+    cdef Py_ssize_t i
+    cdef int64_t t, node, o, w
+    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        for t in range(f.n_trees):
+            node = f.tree_start[t]
+            while f.left[node] >= 0:
+                node = next_node(&f, node, &X[i, 0])
+            if f.n_values == 1:
+                out[i, f.tree_output[t]] += f.value[node]
+            else:
+                for w in range(f.n_values):
+                    out[i, w] += f.value[node * f.n_values + w]
+    return np.asarray(out)
+
+
+def node_means(ens):
+    """v(empty) of every subtree: the cover-weighted mean of its leaves.
+
+    ``mean[k] = sum_children ratio[c] * mean[c]``, the recursion of the
+    path-dependent value function with no feature known (DESIGN.md s.1).
+    Shape (n_nodes, n_values).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef double[:, ::1] mean = np.where(
+        (np.asarray(ens.children_left) < 0)[:, None], ens.value, 0.0)
+    cdef int64_t k, p, w
+    with nogil:
+        for k in range(f.n_nodes - 1, -1, -1):  # children after parents
+            p = f.parent[k]
+            if p >= 0:
+                for w in range(f.n_values):
+                    mean[p, w] += f.ratio[k] * mean[k, w]
+    return np.asarray(mean)

@@ -1,0 +1,331 @@
+"""The one representation of a trained tree ensemble used by every kernel.
+
+Adapters (one module per library) translate a fitted model into a list of
+:class:`TreeArrays`; :meth:`TreeEnsemble.from_trees` concatenates them into
+flat node arrays, renumbers each tree breadth-first (a parent always has a
+smaller index than its children, which the kernels rely on) and derives the
+row-independent quantities of the path-dependent game (DESIGN.md section 1):
+
+* ``cover_ratio[k] = c_k / c_parent(k)``, the fraction of the parent's cover
+  that reaches ``k`` (1 for a root);
+* ``prev_same[k]``: the nearest ancestor edge on the path to ``k`` that splits
+  on the same feature as the edge into ``k`` (-1 if none), which lets the
+  kernels keep one factor per *feature* on a path when a feature repeats
+  (TreeGrad, Algorithm 9, ``e^uparrow``);
+* ``n_path_features``: the largest number of distinct features on a
+  root-to-leaf path, which fixes the degree of the polynomials the quadrature
+  kernels integrate.
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+
+# Decision types of an internal node (``decision_type``). NaN always goes to
+# ``default_child``; a category in the node's set goes to ``children_left``.
+DECISION_LEQ = 0  # x <= threshold goes left (scikit-learn, LightGBM, CatBoost)
+DECISION_LT = 1  # x < threshold goes left (XGBoost)
+DECISION_LEQ_ZERO_MISSING = 2  # LightGBM missing_type=Zero: |x| <= 1e-35 -> default
+DECISION_CATEGORICAL = 3  # int(x) in the node's category bitset goes left
+
+
+@dataclass
+class TreeArrays:
+    """One tree as an adapter produces it (local node indices, root = 0).
+
+    Parameters
+    ----------
+    children_left, children_right : ndarray of int, shape (n_nodes,)
+        Local child indices, -1 for a leaf.
+    default_left : ndarray of bool, shape (n_nodes,)
+        Whether a missing value (NaN) goes to the left child.
+    feature : ndarray of int, shape (n_nodes,)
+        Split feature (column of X); ignored for leaves.
+    threshold : ndarray of float64, shape (n_nodes,)
+        Numeric threshold; ignored for leaves and categorical nodes.
+    decision_type : ndarray of uint8, shape (n_nodes,)
+        One of the ``DECISION_*`` constants.
+    cover : ndarray of float64, shape (n_nodes,)
+        The library's own cover (sample weight or hessian sum) of each node.
+    value : ndarray of float64, shape (n_nodes, n_values)
+        Leaf outputs, already multiplied by the tree's weight in the ensemble
+        (learning rate, 1/T, CatBoost scale); ignored for internal nodes.
+    categories : dict, optional
+        ``{node: array of non-negative ints}``: the categories that go left at
+        a categorical node.
+    output : int, default=0
+        The output (class) the tree adds to when ``n_values == 1``.
+    """
+
+    children_left: np.ndarray
+    children_right: np.ndarray
+    default_left: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    decision_type: np.ndarray
+    cover: np.ndarray
+    value: np.ndarray
+    categories: dict = field(default_factory=dict)
+    output: int = 0
+
+
+@dataclass
+class TreeEnsemble:
+    """Flat arrays of all nodes of all trees of a fitted model.
+
+    ``f(x)[o] = base_value[o] + sum over trees t writing to o of value[leaf_t(x)]``
+    in the model's raw (margin) space. Build it with :meth:`from_trees`.
+    """
+
+    children_left: np.ndarray  # int64, global index, -1 for a leaf
+    children_right: np.ndarray
+    default_child: np.ndarray  # int64, child taken by NaN
+    feature: np.ndarray  # int64, -1 for a leaf
+    threshold: np.ndarray  # float64
+    decision_type: np.ndarray  # uint8
+    cat_start: np.ndarray  # int64, first uint32 word of the node's bitset
+    cat_words: np.ndarray  # int64, number of words (0 if not categorical)
+    cat_bitsets: np.ndarray  # uint32
+    cover: np.ndarray  # float64
+    cover_ratio: np.ndarray  # float64, c_k / c_parent(k)
+    parent: np.ndarray  # int64, -1 for a root
+    prev_same: np.ndarray  # int64
+    value: np.ndarray  # float64, (n_nodes, n_values)
+    tree_start: np.ndarray  # int64, (n_trees + 1,)
+    tree_output: np.ndarray  # int64, (n_trees,)
+    base_value: np.ndarray  # float64, (n_outputs,)
+    n_features: int
+    n_path_features: int
+    max_depth: int
+    averaging: bool = False
+    x_float32: bool = False
+    model_type: str = ""
+    objective: str = ""
+    feature_names: Optional[np.ndarray] = None
+    # Linear leaves (LightGBM linear_tree): for leaf k, its coefficients are
+    # linear_coef[linear_start[k]:linear_start[k + 1]] on the features
+    # linear_feature[...], and value[k] holds the constant term.
+    linear_start: Optional[np.ndarray] = None
+    linear_feature: Optional[np.ndarray] = None
+    linear_coef: Optional[np.ndarray] = None
+    linear_fallback: Optional[np.ndarray] = None  # leaf value used when a linear feature is NaN
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_trees(self):
+        return len(self.tree_start) - 1
+
+    @property
+    def n_nodes(self):
+        return len(self.feature)
+
+    @property
+    def n_outputs(self):
+        return len(self.base_value)
+
+    @property
+    def n_values(self):
+        return self.value.shape[1]
+
+    @property
+    def is_leaf(self):
+        return self.children_left < 0
+
+    @property
+    def has_linear_leaves(self):
+        return self.linear_start is not None
+
+    @classmethod
+    def from_trees(
+        cls,
+        trees: List[TreeArrays],
+        *,
+        base_value,
+        n_features,
+        averaging=False,
+        x_float32=False,
+        model_type="",
+        objective="",
+        feature_names=None,
+        info=None,
+    ):
+        """Concatenate adapter trees into one ensemble (see module docstring)."""
+        if not trees:
+            raise ValueError(f"{model_type}: the model has no trees to explain.")
+        base_value = np.atleast_1d(np.asarray(base_value, dtype=np.float64)).copy()
+        n_values = np.asarray(trees[0].value).reshape(len(trees[0].feature), -1).shape[1]
+        if n_values not in (1, len(base_value)):
+            raise ValueError("leaf values must have width 1 or n_outputs")
+
+        parts = {k: [] for k in ("left", "right", "default", "feature", "threshold",
+                                 "decision", "cover", "value")}
+        cat_words_all, cat_lists, tree_start, tree_output = [], [], [0], []
+        offset = 0
+        for tree in trees:
+            order = _breadth_first_order(tree.children_left, tree.children_right)
+            n = len(order)
+            new_index = np.empty(n, dtype=np.int64)
+            new_index[order] = np.arange(n)
+            left = np.asarray(tree.children_left, dtype=np.int64)[order]
+            right = np.asarray(tree.children_right, dtype=np.int64)[order]
+            leaf = left < 0
+            left_g = np.where(leaf, -1, new_index[np.maximum(left, 0)] + offset)
+            right_g = np.where(leaf, -1, new_index[np.maximum(right, 0)] + offset)
+            default_left = np.asarray(tree.default_left, dtype=bool)[order]
+            parts["left"].append(left_g)
+            parts["right"].append(right_g)
+            parts["default"].append(np.where(default_left, left_g, right_g))
+            parts["feature"].append(np.where(leaf, -1, np.asarray(tree.feature, dtype=np.int64)[order]))
+            parts["threshold"].append(np.asarray(tree.threshold, dtype=np.float64)[order])
+            parts["decision"].append(np.asarray(tree.decision_type, dtype=np.uint8)[order])
+            parts["cover"].append(np.asarray(tree.cover, dtype=np.float64)[order])
+            value = np.asarray(tree.value, dtype=np.float64).reshape(n, -1)
+            if value.shape[1] != n_values:
+                raise ValueError("all trees must have leaf values of the same width")
+            parts["value"].append(value[order])
+            for local in order:
+                cats = tree.categories.get(int(local)) if tree.categories else None
+                cat_lists.append(None if cats is None else np.asarray(cats, dtype=np.int64))
+            tree_start.append(offset + n)
+            tree_output.append(int(tree.output))
+            offset += n
+
+        feature = np.concatenate(parts["feature"])
+        decision = np.concatenate(parts["decision"])
+        left = np.concatenate(parts["left"])
+        right = np.concatenate(parts["right"])
+        leaf = left < 0
+        if np.any(feature[~leaf] >= n_features) or np.any(feature[~leaf] < 0):
+            raise ValueError(f"{model_type}: a split feature index is outside [0, {n_features}).")
+        decision[leaf] = DECISION_LEQ
+
+        # Category sets as uint32 bitsets, one run of words per categorical node.
+        cat_start = np.zeros(len(feature), dtype=np.int64)
+        cat_words = np.zeros(len(feature), dtype=np.int64)
+        words = []
+        n_words_total = 0
+        for k in np.flatnonzero(decision == DECISION_CATEGORICAL):
+            cats = cat_lists[k]
+            cats = np.zeros(0, dtype=np.int64) if cats is None else cats
+            if np.any(cats < 0):
+                raise ValueError(f"{model_type}: negative category in a categorical split.")
+            n_words = int(cats.max()) // 32 + 1 if len(cats) else 1
+            bits = np.zeros(n_words, dtype=np.uint32)
+            np.bitwise_or.at(bits, cats // 32, (np.uint32(1) << (cats % 32).astype(np.uint32)))
+            cat_start[k] = n_words_total
+            cat_words[k] = n_words
+            words.append(bits)
+            n_words_total += n_words
+        cat_bitsets = np.concatenate(words) if words else np.zeros(1, dtype=np.uint32)
+
+        tree_start = np.asarray(tree_start, dtype=np.int64)
+        cover = np.concatenate(parts["cover"])
+        if not np.all(np.isfinite(cover)) or np.any(cover < 0):
+            raise ValueError(f"{model_type}: node covers must be finite and non-negative.")
+        parent = np.full(len(feature), -1, dtype=np.int64)
+        internal = np.flatnonzero(~leaf)
+        parent[left[internal]] = internal
+        parent[right[internal]] = internal
+        cover_ratio = np.ones(len(feature))
+        has_parent = parent >= 0
+        parent_cover = cover[parent[has_parent]]
+        # A parent with zero cover splits its (zero) mass evenly: v_x stays finite.
+        cover_ratio[has_parent] = np.where(
+            parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5
+        )
+        prev_same, n_path_features, max_depth = _path_structure(parent, feature)
+
+        return cls(
+            children_left=left,
+            children_right=right,
+            default_child=np.concatenate(parts["default"]),
+            feature=feature,
+            threshold=np.concatenate(parts["threshold"]),
+            decision_type=decision,
+            cat_start=cat_start,
+            cat_words=cat_words,
+            cat_bitsets=cat_bitsets,
+            cover=cover,
+            cover_ratio=cover_ratio,
+            parent=parent,
+            prev_same=prev_same,
+            value=np.ascontiguousarray(np.concatenate(parts["value"])),
+            tree_start=tree_start,
+            tree_output=np.asarray(tree_output, dtype=np.int64),
+            base_value=base_value,
+            n_features=int(n_features),
+            n_path_features=int(n_path_features),
+            max_depth=int(max_depth),
+            averaging=bool(averaging),
+            x_float32=bool(x_float32),
+            model_type=model_type,
+            objective=objective,
+            feature_names=None if feature_names is None else np.asarray(feature_names, dtype=object),
+            info=dict(info or {}),
+        )
+
+    def tree_nodes(self, t):
+        """Global node indices of tree ``t``."""
+        return np.arange(self.tree_start[t], self.tree_start[t + 1])
+
+
+def _breadth_first_order(children_left, children_right):
+    """Local node indices in breadth-first order from the root (node 0)."""
+    left = np.asarray(children_left, dtype=np.int64)
+    right = np.asarray(children_right, dtype=np.int64)
+    n = len(left)
+    order = [np.array([0], dtype=np.int64)]
+    frontier = order[0]
+    seen = 1
+    while True:
+        internal = frontier[left[frontier] >= 0]
+        if len(internal) == 0:
+            break
+        frontier = np.column_stack([left[internal], right[internal]]).ravel()
+        order.append(frontier)
+        seen += len(frontier)
+        if seen > n:
+            raise ValueError("the tree's child arrays contain a cycle")
+    order = np.concatenate(order)
+    if len(order) != n:
+        # Unreachable nodes (e.g. pruned slots) are dropped by the caller's
+        # renumbering; we refuse them to keep node arrays aligned.
+        raise ValueError(f"the tree has {n - len(order)} nodes unreachable from its root")
+    return order
+
+
+def _path_structure(parent, feature):
+    """``prev_same``, the most distinct features on a path, and the depth."""
+    n = len(parent)
+    prev_same = np.full(n, -1, dtype=np.int64)
+    has_parent = np.flatnonzero(parent >= 0)
+    edge_feature = np.full(n, -1, dtype=np.int64)
+    edge_feature[has_parent] = feature[parent[has_parent]]
+    # Walk all edges up together, one level a step.
+    nodes = has_parent
+    anc = parent[nodes]
+    depth = np.zeros(n, dtype=np.int64)
+    active = np.ones(len(nodes), dtype=bool)
+    while np.any(active):
+        idx = np.flatnonzero(active)
+        a = anc[idx]
+        match = edge_feature[a] == edge_feature[nodes[idx]]
+        prev_same[nodes[idx[match]]] = a[match]
+        active[idx[match]] = False
+        up = parent[a]
+        stop = up < 0
+        active[idx[stop & ~match]] = False
+        anc[idx] = np.where(stop, a, up)
+    # Depth and distinct-feature counts, parents before children.
+    distinct = np.zeros(n, dtype=np.int64)
+    new_feature = (prev_same[has_parent] < 0).astype(np.int64)
+    while True:  # relax level by level; converges after max-depth passes
+        new_depth = depth[parent[has_parent]] + 1
+        new_distinct = distinct[parent[has_parent]] + new_feature
+        if np.array_equal(new_depth, depth[has_parent]) and np.array_equal(
+            new_distinct, distinct[has_parent]
+        ):
+            break
+        depth[has_parent] = new_depth
+        distinct[has_parent] = new_distinct
+    return prev_same, int(distinct.max(initial=0)), int(depth.max(initial=0))
