@@ -76,7 +76,7 @@ def expected_value(model):
     return expected
 
 
-def _semivalues(model, X, points_weights, n_jobs):
+def _uniform_semivalues(model, X, points_weights, n_jobs):
     ensemble, X = _prepare(model, X)
     points, weights = points_weights(ensemble)
     phi = _semivalues.semivalues_uniform(
@@ -153,7 +153,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
-    return _semivalues(
+    return _uniform_semivalues(
         model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1), n_jobs
     )
 
@@ -189,7 +189,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
-    return _semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs)
+    return _uniform_semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs)
 
 
 def saabas_values(model, X, *, n_jobs=None):

@@ -55,6 +55,12 @@ class TreeArrays:
         a categorical node.
     output : int, default=0
         The output (class) the tree adds to when ``n_values == 1``.
+    linear_terms : dict, optional
+        Linear leaves: ``{leaf: (features, coefficients)}``; the leaf predicts
+        ``value[leaf] + coefficients @ x[features]`` (LightGBM ``linear_tree``).
+    fallback_value : ndarray of shape (n_nodes, n_values), optional
+        With linear leaves: what a leaf predicts when one of its linear
+        features is NaN (LightGBM's constant ``leaf_value``).
     """
 
     children_left: np.ndarray
@@ -67,6 +73,8 @@ class TreeArrays:
     value: np.ndarray
     categories: dict = field(default_factory=dict)
     output: int = 0
+    linear_terms: Optional[dict] = None
+    fallback_value: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -159,7 +167,9 @@ class TreeEnsemble:
 
         parts = {k: [] for k in ("left", "right", "default", "feature", "threshold",
                                  "decision", "cover", "value")}
-        cat_words_all, cat_lists, tree_start, tree_output = [], [], [0], []
+        cat_lists, tree_start, tree_output = [], [0], []
+        has_linear = any(tree.linear_terms is not None for tree in trees)
+        linear_lists, fallback_parts = [], []
         offset = 0
         for tree in trees:
             order = _breadth_first_order(tree.children_left, tree.children_right)
@@ -186,6 +196,12 @@ class TreeEnsemble:
             for local in order:
                 cats = tree.categories.get(int(local)) if tree.categories else None
                 cat_lists.append(None if cats is None else np.asarray(cats, dtype=np.int64))
+                terms = (tree.linear_terms or {}).get(int(local))
+                linear_lists.append(terms)
+            if has_linear:
+                fallback = value if tree.fallback_value is None else np.asarray(
+                    tree.fallback_value, dtype=np.float64).reshape(n, -1)
+                fallback_parts.append(fallback[order])
             tree_start.append(offset + n)
             tree_output.append(int(tree.output))
             offset += n
@@ -235,6 +251,16 @@ class TreeEnsemble:
         )
         prev_same, n_path_features, max_depth = _path_structure(parent, feature)
 
+        linear = {}
+        if has_linear:
+            counts = [0 if t is None else len(t[0]) for t in linear_lists]
+            linear["linear_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            feats = [np.asarray(t[0], dtype=np.int64) for t in linear_lists if t is not None]
+            coefs = [np.asarray(t[1], dtype=np.float64) for t in linear_lists if t is not None]
+            linear["linear_feature"] = np.concatenate(feats) if feats else np.zeros(0, np.int64)
+            linear["linear_coef"] = np.concatenate(coefs) if coefs else np.zeros(0)
+            linear["linear_fallback"] = np.ascontiguousarray(np.concatenate(fallback_parts))
+
         return cls(
             children_left=left,
             children_right=right,
@@ -262,6 +288,7 @@ class TreeEnsemble:
             objective=objective,
             feature_names=None if feature_names is None else np.asarray(feature_names, dtype=object),
             info=dict(info or {}),
+            **linear,
         )
 
     def tree_nodes(self, t):
