@@ -30,7 +30,7 @@ extensions = [
     "numpydoc",
 ]
 
-templates_path = []
+templates_path = ["_templates"]
 exclude_patterns = ["_build"]
 root_doc = "index"
 default_role = "literal"

@@ -22,16 +22,6 @@ from libc.stdlib cimport malloc, free
 from ._forest cimport Forest, forest_from, next_node
 
 
-cdef struct Scratch:
-    double* ratio_prod   # R_k, per node
-    double* follow_prod  # X_k, per node
-    double* factor       # f_k(t_l), (nodes, m)
-    double* path_prod    # s_k(t_l), (nodes, m)
-    double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
-    double* deepest      # H_k, (nodes, m, n_values)
-    int64_t* chosen      # the child x goes to, per internal node
-
-
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
     cdef Scratch sc
     sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))

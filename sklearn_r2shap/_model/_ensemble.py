@@ -2,8 +2,9 @@
 
 Adapters (one module per library) translate a fitted model into a list of
 :class:`TreeArrays`; :meth:`TreeEnsemble.from_trees` concatenates them into
-flat node arrays, renumbers each tree breadth-first (a parent always has a
-smaller index than its children, which the kernels rely on) and derives the
+flat node arrays, renumbers each tree in depth-first preorder (a parent comes
+before its children, and every subtree is a contiguous range starting at its
+root, with the left subtree first: the kernels rely on both) and derives the
 row-independent quantities of the path-dependent game (DESIGN.md section 1):
 
 * ``cover_ratio[k] = c_k / c_parent(k)``, the fraction of the parent's cover
@@ -172,7 +173,7 @@ class TreeEnsemble:
         linear_lists, fallback_parts = [], []
         offset = 0
         for tree in trees:
-            order = _breadth_first_order(tree.children_left, tree.children_right)
+            order = _preorder(tree.children_left, tree.children_right)
             n = len(order)
             new_index = np.empty(n, dtype=np.int64)
             new_index[order] = np.arange(n)
@@ -296,28 +297,34 @@ class TreeEnsemble:
         return np.arange(self.tree_start[t], self.tree_start[t + 1])
 
 
-def _breadth_first_order(children_left, children_right):
-    """Local node indices in breadth-first order from the root (node 0)."""
+def _preorder(children_left, children_right):
+    """Local node indices in depth-first preorder (left subtree first) from node 0."""
     left = np.asarray(children_left, dtype=np.int64)
     right = np.asarray(children_right, dtype=np.int64)
     n = len(left)
-    order = [np.array([0], dtype=np.int64)]
-    frontier = order[0]
+    levels = [np.array([0], dtype=np.int64)]
     seen = 1
-    while True:
-        internal = frontier[left[frontier] >= 0]
+    while True:  # breadth-first levels, vectorised
+        internal = levels[-1][left[levels[-1]] >= 0]
         if len(internal) == 0:
             break
-        frontier = np.column_stack([left[internal], right[internal]]).ravel()
-        order.append(frontier)
-        seen += len(frontier)
+        levels.append(np.concatenate([left[internal], right[internal]]))
+        seen += len(levels[-1])
         if seen > n:
             raise ValueError("the tree's child arrays contain a cycle")
-    order = np.concatenate(order)
-    if len(order) != n:
-        # Unreachable nodes (e.g. pruned slots) are dropped by the caller's
-        # renumbering; we refuse them to keep node arrays aligned.
-        raise ValueError(f"the tree has {n - len(order)} nodes unreachable from its root")
+    if seen != n:
+        raise ValueError(f"the tree has {n - seen} nodes unreachable from its root")
+    size = np.ones(n, dtype=np.int64)
+    for level in reversed(levels):  # subtree sizes, bottom-up
+        internal = level[left[level] >= 0]
+        size[internal] += size[left[internal]] + size[right[internal]]
+    position = np.zeros(n, dtype=np.int64)
+    for level in levels:  # preorder positions, top-down
+        internal = level[left[level] >= 0]
+        position[left[internal]] = position[internal] + 1
+        position[right[internal]] = position[internal] + 1 + size[left[internal]]
+    order = np.empty(n, dtype=np.int64)
+    order[position] = np.arange(n)
     return order
 
 

@@ -1,0 +1,21 @@
+from libc.stdint cimport int64_t
+
+from ._forest cimport Forest
+
+cdef struct Scratch:
+    double* ratio_prod   # R_k, per node
+    double* follow_prod  # X_k, per node
+    double* factor       # f_k(t_l), (nodes, m)
+    double* path_prod    # s_k(t_l), (nodes, m)
+    double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
+    double* deepest      # H_k, (nodes, m, n_values)
+    int64_t* chosen      # the child x goes to, per internal node
+
+cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil
+cdef bint scratch_failed(const Scratch* sc) noexcept nogil
+cdef void scratch_free(Scratch* sc) noexcept nogil
+cdef void tree_gradient_uniform(
+    const Forest* f, int64_t t, const double* x,
+    const double* points, const double* weights, int64_t m,
+    Scratch* sc, double* out,
+) noexcept nogil

@@ -1,0 +1,307 @@
+"""CatBoost adapter: oblivious and non-symmetric trees from the JSON export.
+
+CatBoost binarizes a float feature as ``float32(x) > border`` (the split's
+"true" side), so ``x <= border`` goes left (``DECISION_LEQ``, float32
+compare). A NaN is routed by the feature's ``nan_value_treatment``:
+``AsFalse`` (``nan_mode="Min"``) and ``AsIs`` (``"Forbidden"``, NaN compares
+false) take the false side, ``AsTrue`` (``"Max"``) the true side.
+
+An oblivious tree of depth d applies split i at every node of one level and
+its leaf index is ``sum_i bit_i << i`` (bit i: split i's true side); it is
+expanded here into an ordinary binary tree of ``2^(d+1) - 1`` nodes with the
+last split at the root, the order in which CatBoost's own ShapValues walk it
+(the path-dependent game depends on the order). Covers are CatBoost's leaf
+weights (what its own ShapValues use, DESIGN.md section 1); an internal
+node's cover is the sum of its leaves' weights.
+
+A one-hot split compares a 32-bit hash of the category's string form with one
+stored hash. CatBoost exports the hashes of the categories of a pool it is
+given, so the integer codes ``k`` whose ``str(k)`` hashes to a split's value are
+found by exporting the model with a pool of candidate codes 0..65535; the
+node then sends those codes left (``DECISION_CATEGORICAL``). Codes outside
+that range go right, as in CatBoost unless their string happens to collide
+with the split's 32-bit hash. CatBoost rejects NaN categories; they go right.
+CTR, text and embedding splits are not represented.
+"""
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from . import UnsupportedModelError
+from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
+
+# Candidate integer codes searched for one-hot categories, in growing ranges.
+_CODE_RANGES = (1 << 10, 1 << 16)
+
+
+def convert(model):
+    """Translate a fitted CatBoost model into a :class:`TreeEnsemble`.
+
+    Parameters
+    ----------
+    model : CatBoost, CatBoostRegressor, CatBoostClassifier or CatBoostRanker
+        A fitted model with symmetric (oblivious), Depthwise or Lossguide trees
+        on float features and, optionally, one-hot categorical features coded
+        as non-negative integers.
+
+    Returns
+    -------
+    TreeEnsemble
+
+    Raises
+    ------
+    UnsupportedModelError
+        For an unfitted model, text or embedding features, CTR splits, one-hot
+        splits on categories that are not integer codes in [0, 65535], or a
+        model without leaf weights.
+    """
+    name = type(model).__name__
+    if not model.is_fitted():
+        raise UnsupportedModelError(f"{name} is not fitted.")
+    for kind, indices in (("text", model._get_text_feature_indices()),
+                          ("embedding", model._get_embedding_feature_indices())):
+        if len(indices):
+            raise UnsupportedModelError(
+                f"{name} uses {kind} features {list(indices)}; their estimated-feature "
+                "splits cannot be represented as tree splits on the input columns."
+            )
+    spec = _export_json(model)
+    features = spec["features_info"]
+    info_float = {f["feature_index"]: f for f in features.get("float_features", [])}
+    info_cat = {f["feature_index"]: f for f in features.get("categorical_features", [])}
+    n_features = _n_features(model, spec)
+    scale, bias = spec.get("scale_and_bias", [1.0, [0.0]])
+    bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
+    n_dim = len(bias)
+
+    raw_trees = spec.get("oblivious_trees")
+    oblivious = raw_trees is not None
+    if not oblivious:
+        raw_trees = spec.get("trees", [])
+    splits = [s for tree in raw_trees for s in _iter_splits(tree, oblivious)]
+    for split in splits:
+        kind = split["split_type"]
+        if kind == "OnlineCtr":
+            raise UnsupportedModelError(
+                f"{name} has CTR splits (OnlineCtr) on categorical features; only float "
+                "features and one-hot categorical splits (one_hot_max_size) are supported."
+            )
+        if kind not in ("FloatFeature", "OneHotFeature"):
+            raise UnsupportedModelError(f"{name} has splits of unsupported type {kind!r}.")
+    one_hot = {(s["cat_feature_index"], s["value"]) for s in splits
+               if s["split_type"] == "OneHotFeature"}
+    codes = _category_codes(model, name, one_hot, n_features, info_cat)
+
+    def node_of(split):
+        """(feature, threshold, decision, categories, nan goes to the true side)."""
+        if split["split_type"] == "FloatFeature":
+            feature = info_float[split["float_feature_index"]]
+            nan_true = feature.get("nan_value_treatment", "AsIs") == "AsTrue"
+            border = float(np.float32(split["border"]))
+            return feature["flat_feature_index"], border, DECISION_LEQ, None, nan_true
+        feature = info_cat[split["cat_feature_index"]]
+        cats = codes[(split["cat_feature_index"], split["value"])]
+        return feature["flat_feature_index"], 0.0, DECISION_CATEGORICAL, cats, False
+
+    trees = []
+    for raw in raw_trees:
+        if oblivious:
+            trees.append(_oblivious_tree(raw, node_of, scale, n_dim, name))
+        else:
+            trees.append(_nonsymmetric_tree(raw, node_of, scale, n_dim, name))
+
+    params = spec.get("model_info", {}).get("params", {})
+    loss = params.get("loss_function", {}).get("type", "")
+    info = {
+        "allow_nan": True,
+        "n_trees_total": len(trees),
+        "grow_policy": "SymmetricTree" if oblivious else
+        params.get("tree_learner_options", {}).get("grow_policy", "non-symmetric"),
+        "loss_function": loss,
+        "scale": float(scale),
+    }
+    classes = getattr(model, "classes_", None)
+    if classes is not None and len(classes):
+        info["classes"] = np.asarray(classes)
+    best_iteration = model.get_best_iteration()
+    if best_iteration is not None:
+        # Informative only: predict uses every tree the model keeps
+        # (use_best_model=True already cut the model there at fit time).
+        info["best_iteration"] = int(best_iteration)
+    ids = [None] * n_features
+    for f in list(info_float.values()) + list(info_cat.values()):
+        ids[f["flat_feature_index"]] = f.get("feature_id") or None
+    feature_names = ids if all(ids) else None
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=bias,
+        n_features=n_features,
+        x_float32=True,
+        model_type=name,
+        objective="squared_error" if loss == "RMSE" else loss,
+        feature_names=feature_names,
+        info=info,
+    )
+
+
+def _export_json(model, pool=None):
+    """The model's JSON export (``save_model(format="json")``) as a dict."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "model.json")
+        try:
+            model.save_model(path, format="json", pool=pool)
+        except Exception as exc:  # CatBoostError: a model JSON cannot describe
+            raise UnsupportedModelError(
+                f"{type(model).__name__} cannot be exported to JSON: {exc}"
+            ) from None
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+
+
+def _n_features(model, spec):
+    """The number of input columns (flat features) the model expects."""
+    flat = [f["flat_feature_index"] for group in spec["features_info"].values()
+            if isinstance(group, list) for f in group if "flat_feature_index" in f]
+    n = getattr(model, "n_features_in_", None)
+    return int(n) if n is not None else max(flat, default=-1) + 1
+
+
+def _iter_splits(tree, oblivious):
+    if oblivious:
+        yield from tree.get("splits") or []
+        return
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if "split" in node:
+            yield node["split"]
+            stack.extend((node["left"], node["right"]))
+
+
+def _category_codes(model, name, one_hot, n_features, info_cat):
+    """``{(cat_feature_index, hash): array of codes}`` for every one-hot split.
+
+    CatBoost hashes ``str(code)``; the hashes of candidate codes come from
+    exporting the model with a pool holding them (``cat_features_hash``).
+    """
+    if not one_hot:
+        return {}
+    from catboost import Pool
+
+    wanted = {value & 0xFFFFFFFF for _, value in one_hot}
+    cat_columns = [f["flat_feature_index"] for f in info_cat.values()]
+    for n_codes in _CODE_RANGES:
+        data = np.full((n_codes, n_features), 0.0, dtype=object)
+        strings = np.array([str(k) for k in range(n_codes)], dtype=object)
+        for column in cat_columns:
+            data[:, column] = strings
+        spec = _export_json(model, Pool(data, cat_features=cat_columns))
+        by_hash = {}
+        for entry in spec["features_info"].get("cat_features_hash", []):
+            if entry["hash"] in wanted:
+                by_hash.setdefault(entry["hash"], []).append(int(entry["value"]))
+        if wanted <= by_hash.keys():
+            return {key: np.unique(by_hash[key[1] & 0xFFFFFFFF]) for key in one_hot}
+    raise UnsupportedModelError(
+        f"{name} has one-hot splits on categories that are not non-negative integer "
+        f"codes below {_CODE_RANGES[-1]}; encode categorical columns as such codes."
+    )
+
+
+def _child_arrays(n_nodes):
+    return dict(
+        children_left=np.full(n_nodes, -1, dtype=np.int64),
+        children_right=np.full(n_nodes, -1, dtype=np.int64),
+        default_left=np.zeros(n_nodes, dtype=bool),
+        feature=np.zeros(n_nodes, dtype=np.int64),
+        threshold=np.zeros(n_nodes),
+        decision_type=np.full(n_nodes, DECISION_LEQ, dtype=np.uint8),
+        cover=np.zeros(n_nodes),
+    )
+
+
+def _set_split(arrays, categories, k, split, false_child, true_child, node_of):
+    """Fill node ``k``: float splits send the false side left, one-hot the true side."""
+    feature, threshold, decision, cats, nan_true = node_of(split)
+    arrays["feature"][k] = feature
+    arrays["threshold"][k] = threshold
+    arrays["decision_type"][k] = decision
+    if decision == DECISION_CATEGORICAL:
+        categories[k] = cats
+        arrays["children_left"][k], arrays["children_right"][k] = true_child, false_child
+        arrays["default_left"][k] = False  # CatBoost rejects NaN categories
+    else:
+        arrays["children_left"][k], arrays["children_right"][k] = false_child, true_child
+        arrays["default_left"][k] = not nan_true
+
+
+def _leaf_values(values, scale, n_dim, n_leaves, name):
+    values = np.asarray(values, dtype=np.float64)
+    if values.size != n_leaves * n_dim:
+        raise UnsupportedModelError(f"{name}: unexpected number of leaf values in a tree.")
+    return scale * values.reshape(n_leaves, n_dim)
+
+
+def _oblivious_tree(raw, node_of, scale, n_dim, name):
+    """Expand an oblivious tree into heap order, the last split at the root.
+
+    Level l of the heap applies split ``d - 1 - l``, so a leaf's heap position
+    among the leaves equals CatBoost's leaf index ``sum_i bit_i << i``. The
+    path-dependent game of an oblivious tree depends on this order; with the
+    last split at the root it is the one CatBoost's own ShapValues compute.
+    """
+    splits = raw.get("splits") or []
+    depth = len(splits)
+    n_leaves = 1 << depth
+    if "leaf_weights" not in raw:
+        raise UnsupportedModelError(f"{name} has no leaf weights (needed as covers).")
+    n_internal = n_leaves - 1
+    arrays = _child_arrays(n_internal + n_leaves)
+    categories = {}
+    for level in range(depth):
+        for k in range((1 << level) - 1, (1 << (level + 1)) - 1):
+            _set_split(arrays, categories, k, splits[depth - 1 - level], 2 * k + 1, 2 * k + 2,
+                       node_of)
+    value = np.zeros((n_internal + n_leaves, n_dim))
+    value[n_internal:] = _leaf_values(raw["leaf_values"], scale, n_dim, n_leaves, name)
+    cover = arrays["cover"]
+    cover[n_internal:] = np.asarray(raw["leaf_weights"], dtype=np.float64)
+    for k in range(n_internal - 1, -1, -1):
+        cover[k] = cover[2 * k + 1] + cover[2 * k + 2]
+    return TreeArrays(value=value, categories=categories, **arrays)
+
+
+def _nonsymmetric_tree(raw, node_of, scale, n_dim, name):
+    """A Depthwise / Lossguide tree: JSON nodes, "right" is the split's true side."""
+    nodes = []
+    stack = [(raw, -1, False)]
+    while stack:  # number nodes depth-first, remember each one's parent
+        node, parent, is_true = stack.pop()
+        nodes.append((node, parent, is_true))
+        if "split" in node:
+            k = len(nodes) - 1
+            stack.append((node["right"], k, True))
+            stack.append((node["left"], k, False))
+    arrays = _child_arrays(len(nodes))
+    value = np.zeros((len(nodes), n_dim))
+    categories = {}
+    true_child, false_child = {}, {}
+    for k, (node, parent, is_true) in enumerate(nodes):
+        if parent >= 0:
+            (true_child if is_true else false_child)[parent] = k
+        if "split" not in node:
+            if "weight" not in node:
+                raise UnsupportedModelError(f"{name} has no leaf weights (needed as covers).")
+            value[k] = _leaf_values(node["value"], scale, n_dim, 1, name)[0]
+            arrays["cover"][k] = node["weight"]
+    for k, (node, _, _) in enumerate(nodes):
+        if "split" in node:
+            _set_split(arrays, categories, k, node["split"], false_child[k], true_child[k],
+                       node_of)
+    cover = arrays["cover"]
+    for k in range(len(nodes) - 1, -1, -1):  # children come after parents
+        if k in true_child:
+            cover[k] = cover[true_child[k]] + cover[false_child[k]]
+    return TreeArrays(value=value, categories=categories, **arrays)

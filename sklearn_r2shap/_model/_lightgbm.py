@@ -1,0 +1,214 @@
+"""LightGBM adapter: ``LGBMModel`` estimators and ``lightgbm.Booster``.
+
+The trees are read from ``Booster.dump_model()``, whose thresholds and leaf
+values are printed at full double precision (they equal those of
+``model_to_string``). Routing follows LightGBM's ``Tree::NumericalDecision``
+and ``Tree::CategoricalDecision`` (``include/LightGBM/tree.h``), which compare
+the float64 feature value with the float64 threshold:
+
+* ``missing_type == "NaN"``: NaN goes to the default child;
+* ``missing_type == "None"``: NaN is replaced by 0.0, so it goes wherever 0.0
+  goes (the dumped ``default_left`` is not used by LightGBM);
+* ``missing_type == "Zero"``: zero and NaN go to the default child
+  (``DECISION_LEQ_ZERO_MISSING``);
+* categorical (``decision_type == "=="``): NaN and negative values go right,
+  ``int(x)`` in the ``"a||b||c"`` set goes left.
+
+Two corner cases the shared kernels route differently (see the xfail tests):
+LightGBM truncates a categorical value toward zero, so x in (-1, 0) is
+category 0, and its zero test is ``|x| <= 1e-35f`` (float32, i.e.
+1.0000000180025095e-35).
+
+Covers are ``internal_count`` / ``leaf_count``, what LightGBM's TreeSHAP
+(``pred_contrib``) uses. Leaf values already include the learning rate; the
+first tree holds the average (``boost_from_average``), so the base value is 0.
+An ``init_score`` given to ``Dataset`` or ``fit`` is not part of the model:
+LightGBM's own ``predict`` leaves it out, and so does the ensemble.
+``boosting="rf"`` (``average_output``): ``predict`` and ``predict_proba``
+apply the link to the *mean* of the trees, so leaves are scaled by 1/T;
+LightGBM's ``predict(raw_score=True)`` and ``pred_contrib`` return the
+unscaled sum. A model fitted on a DataFrame with ``category`` columns
+encodes them by the category lists kept in ``info["pandas_categorical"]``.
+"""
+import numpy as np
+
+from . import UnsupportedModelError
+from ._ensemble import (
+    DECISION_CATEGORICAL,
+    DECISION_LEQ,
+    DECISION_LEQ_ZERO_MISSING,
+    TreeArrays,
+    TreeEnsemble,
+)
+
+_SQUARED_ERROR = {
+    "regression", "regression_l2", "l2", "mean_squared_error", "mse",
+    "l2_root", "root_mean_squared_error", "rmse",
+}
+
+
+def convert(model):
+    """Translate a fitted LightGBM model into a :class:`TreeEnsemble`.
+
+    Parameters
+    ----------
+    model : lightgbm.LGBMModel or lightgbm.Booster
+        ``LGBMRegressor``, ``LGBMClassifier`` (binary or multiclass),
+        ``LGBMRanker`` or a ``Booster``.
+
+    Returns
+    -------
+    TreeEnsemble
+        Raw (margin) space: log-odds for binary, one margin per class for
+        multiclass. Only the trees ``predict`` uses by default are kept
+        (``best_iteration`` after early stopping). Linear leaves
+        (``linear_tree=True``) are stored as ``linear_terms``.
+
+    Raises
+    ------
+    UnsupportedModelError
+        If ``model`` is not a LightGBM model, or a tree has a split the
+        ensemble cannot represent.
+    """
+    import lightgbm
+
+    model_type = type(model).__name__
+    if isinstance(model, lightgbm.LGBMModel):
+        booster = model.booster_  # raises LightGBM's NotFittedError if unfitted
+        feature_names = getattr(model, "feature_names_in_", None)
+        info = {"classes": model.classes_} if hasattr(model, "classes_") else {}
+    elif isinstance(model, lightgbm.Booster):
+        booster = model
+        names = booster.feature_name()
+        # LightGBM names unnamed columns Column_0, Column_1, ...
+        auto = [f"Column_{i}" for i in range(len(names))]
+        feature_names = None if list(names) == auto else names
+        info = {}
+    else:
+        raise UnsupportedModelError(
+            f"{model_type} is not supported: expected a fitted LightGBM estimator "
+            "(LGBMRegressor, LGBMClassifier, LGBMRanker) or a lightgbm.Booster."
+        )
+
+    best_iteration = booster.best_iteration
+    # Booster.predict(num_iteration=None) uses best_iteration when it is set (> 0).
+    dump = booster.dump_model(num_iteration=best_iteration if best_iteration > 0 else -1)
+    n_per_iteration = int(dump["num_tree_per_iteration"])
+    n_features = int(dump["max_feature_idx"]) + 1
+    averaging = bool(dump.get("average_output", False))
+    tree_info = dump["tree_info"]
+    # rf mode: GBDT::Predict divides the sum by the number of iterations used
+    # before the link function (predict(raw_score=True) and pred_contrib do not).
+    scale = 1.0 / (len(tree_info) // n_per_iteration) if averaging and tree_info else 1.0
+
+    trees = [
+        _convert_tree(t["tree_structure"], k % n_per_iteration, scale, model_type)
+        for k, t in enumerate(tree_info)
+    ]
+    objective_string = dump.get("objective")
+    objective = "custom" if objective_string is None else objective_string.split()[0]
+    if objective in _SQUARED_ERROR:
+        objective = "squared_error"
+    info.update(
+        allow_nan=True,
+        n_trees_total=booster.num_trees(),
+        n_trees_used=len(trees),
+        best_iteration=best_iteration if best_iteration > 0 else None,
+        objective_string=objective_string,
+        categorical_features=sorted({
+            int(f) for t in trees for f in t.feature[t.decision_type == DECISION_CATEGORICAL]
+        }),
+        pandas_categorical=dump.get("pandas_categorical"),
+    )
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=np.zeros(n_per_iteration),
+        n_features=n_features,
+        averaging=averaging,
+        x_float32=False,
+        model_type=model_type,
+        objective=objective,
+        feature_names=feature_names,
+        info=info,
+    )
+
+
+def _convert_tree(root, output, scale, model_type):
+    """One ``tree_structure`` dict as :class:`TreeArrays` (pre-order numbering)."""
+    nodes, children_left, children_right = [], [], []
+    stack = [(root, None)]  # (node, slot in the parent's child list to fill)
+    while stack:
+        node, slot = stack.pop()
+        index = len(nodes)
+        if slot is not None:
+            slot[0][slot[1]] = index
+        nodes.append(node)
+        children_left.append(-1)
+        children_right.append(-1)
+        if "split_index" in node:
+            stack.append((node["right_child"], (children_right, index)))
+            stack.append((node["left_child"], (children_left, index)))
+
+    n = len(nodes)
+    default_left = np.zeros(n, dtype=bool)
+    feature = np.zeros(n, dtype=np.int64)
+    threshold = np.zeros(n)
+    decision_type = np.full(n, DECISION_LEQ, dtype=np.uint8)
+    cover = np.zeros(n)
+    value = np.zeros((n, 1))
+    categories = {}
+    fallback = np.zeros((n, 1))
+    linear_terms = {}
+
+    for k, node in enumerate(nodes):
+        if "split_index" not in node:
+            cover[k] = node.get("leaf_count", 0)  # irrelevant for a one-leaf tree
+            value[k] = fallback[k] = scale * node["leaf_value"]
+            if "leaf_const" in node:
+                # linear_tree: LightGBM predicts leaf_const + leaf_coeff @ x, or
+                # leaf_value when one of the leaf's features is NaN (Tree::Predict).
+                value[k] = scale * node["leaf_const"]
+                linear_terms[k] = (
+                    np.asarray(node["leaf_features"], dtype=np.int64),
+                    scale * np.asarray(node["leaf_coeff"], dtype=np.float64),
+                )
+            continue
+        feature[k] = node["split_feature"]
+        cover[k] = node["internal_count"]
+        kind, missing = node["decision_type"], node["missing_type"]
+        if kind == "==":
+            decision_type[k] = DECISION_CATEGORICAL
+            categories[k] = np.array(str(node["threshold"]).split("||"), dtype=np.int64)
+            default_left[k] = False  # NaN is always routed right
+        elif kind == "<=":
+            threshold[k] = float(node["threshold"])
+            if missing == "NaN":
+                default_left[k] = node["default_left"]
+            elif missing == "Zero":
+                decision_type[k] = DECISION_LEQ_ZERO_MISSING
+                default_left[k] = node["default_left"]
+            elif missing == "None":
+                default_left[k] = 0.0 <= threshold[k]  # NaN is read as 0.0
+            else:
+                raise UnsupportedModelError(
+                    f"{model_type}: unsupported missing_type {missing!r} in a LightGBM split."
+                )
+        else:
+            raise UnsupportedModelError(
+                f"{model_type}: unsupported decision_type {kind!r} in a LightGBM split."
+            )
+
+    return TreeArrays(
+        children_left=np.asarray(children_left, dtype=np.int64),
+        children_right=np.asarray(children_right, dtype=np.int64),
+        default_left=default_left,
+        feature=feature,
+        threshold=threshold,
+        decision_type=decision_type,
+        cover=cover,
+        value=value,
+        categories=categories,
+        output=output,
+        linear_terms=linear_terms or None,
+        fallback_value=fallback if linear_terms else None,
+    )

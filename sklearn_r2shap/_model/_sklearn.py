@@ -1,0 +1,316 @@
+"""scikit-learn adapter: trees, forests, GradientBoosting, HistGradientBoosting.
+
+``DecisionTree*``, ``ExtraTree*``, forests and ``GradientBoosting*`` store
+``sklearn.tree.Tree`` objects: a row goes left when
+``float32(x) <= threshold`` (float64 threshold, hence ``x_float32=True``), NaN
+follows ``missing_go_to_left``, and the cover is ``weighted_n_node_samples``
+(what shap's TreeExplainer and sklearn's partial dependence use; DESIGN.md
+section 1). Raw outputs: ``predict`` for regressors, ``predict_proba`` for tree
+and forest classifiers (one value per class in every leaf), the margin
+``decision_function`` for gradient boosting.
+
+``HistGradientBoosting*`` predictors compare float64 values with
+``num_threshold`` and use the node ``count`` as cover. Their leaf values
+already include the learning rate (``TreeGrower._apply_shrinkage``). With
+categorical features the model first re-encodes X by an ``OrdinalEncoder``
+inside a ``ColumnTransformer`` that moves categorical columns first; split
+features and category codes are mapped back to the input columns and raw
+category values here.
+"""
+import numpy as np
+
+from . import UnsupportedModelError
+from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
+
+
+def convert(model):
+    """Translate a fitted scikit-learn tree model into a :class:`TreeEnsemble`.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted ``DecisionTreeRegressor``, ``DecisionTreeClassifier``,
+        ``ExtraTreeRegressor``, ``ExtraTreeClassifier``,
+        ``RandomForestRegressor``, ``RandomForestClassifier``,
+        ``ExtraTreesRegressor``, ``ExtraTreesClassifier``,
+        ``GradientBoostingRegressor``, ``GradientBoostingClassifier``,
+        ``HistGradientBoostingRegressor`` or ``HistGradientBoostingClassifier``.
+
+    Returns
+    -------
+    TreeEnsemble
+
+    Raises
+    ------
+    UnsupportedModelError
+        For any other scikit-learn estimator, multi-output classifiers,
+        gradient boosting with a non-constant ``init`` estimator, and
+        HistGradientBoosting categories that are not non-negative integers.
+    sklearn.exceptions.NotFittedError
+        If the model is not fitted.
+    """
+    from sklearn import ensemble, tree
+    from sklearn.utils.validation import check_is_fitted
+
+    # ExtraTree* subclass DecisionTree*; dispatch sends only classes defined
+    # in sklearn here.
+    kinds = (
+        ((ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier),
+         _convert_hist_gradient_boosting),
+        ((ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier),
+         _convert_gradient_boosting),
+        ((ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
+          ensemble.ExtraTreesRegressor, ensemble.ExtraTreesClassifier,
+          tree.DecisionTreeRegressor, tree.DecisionTreeClassifier),
+         _convert_forest),
+    )
+    for classes, adapter in kinds:
+        if isinstance(model, classes):
+            check_is_fitted(model)
+            return adapter(model)
+    raise UnsupportedModelError(
+        f"{type(model).__name__} is not a supported scikit-learn model: expected a "
+        "decision tree, extra tree, random forest, extra trees, gradient boosting or "
+        "histogram gradient boosting regressor or classifier."
+    )
+
+
+def _allow_nan(estimator):
+    """Whether ``estimator.predict`` accepts NaN (its own input tag)."""
+    from sklearn.utils import get_tags
+
+    return bool(get_tags(estimator).input_tags.allow_nan)
+
+
+def _tree_arrays(tree, value, output=0):
+    """TreeArrays of a ``sklearn.tree.Tree`` with the given leaf values."""
+    return TreeArrays(
+        children_left=tree.children_left,
+        children_right=tree.children_right,
+        default_left=tree.missing_go_to_left.astype(bool),
+        feature=tree.feature,
+        threshold=tree.threshold,
+        decision_type=np.full(tree.node_count, DECISION_LEQ, dtype=np.uint8),
+        cover=tree.weighted_n_node_samples,
+        value=value,
+        output=output,
+    )
+
+
+def _criterion_objective(criterion):
+    # "friedman_mse" fits the node mean by least squares like "squared_error";
+    # it only scores candidate splits differently (sklearn 1.9 deprecates it and
+    # already stores "squared_error" for trees).
+    return "squared_error" if criterion in ("squared_error", "friedman_mse") else str(criterion)
+
+
+def _classifier_leaf_values(estimator):
+    """Leaf class probabilities exactly as ``predict_proba`` of one tree forms them."""
+    value = estimator.tree_.value[:, 0, :].astype(np.float64)
+    total = value.sum(axis=1, keepdims=True)
+    return value / np.where(total == 0.0, 1.0, total)
+
+
+def _convert_forest(model):
+    """A single tree (weight 1) or an averaging forest (weight 1/T)."""
+    from sklearn.base import is_classifier
+
+    name = type(model).__name__
+    estimators = list(getattr(model, "estimators_", [model]))
+    averaging = hasattr(model, "estimators_")
+    if model.n_outputs_ > 1 and is_classifier(model):
+        raise UnsupportedModelError(
+            f"{name} is a multi-output classifier ({model.n_outputs_} outputs); its "
+            "predict_proba is a list of per-output arrays, which is not supported."
+        )
+    weight = 1.0 / len(estimators)
+    trees = []
+    for estimator in estimators:
+        if is_classifier(model):
+            value = _classifier_leaf_values(estimator)
+            if value.shape[1] != model.n_classes_:
+                raise UnsupportedModelError(
+                    f"{name}: a tree has {value.shape[1]} classes, the model {model.n_classes_}."
+                )
+        else:
+            value = estimator.tree_.value[:, :, 0].astype(np.float64)
+        trees.append(_tree_arrays(estimator.tree_, value * weight))
+    info = {
+        # Forests validate X with the tags of their first tree.
+        "allow_nan": _allow_nan(estimators[0]),
+        "n_trees_total": len(trees),
+    }
+    if is_classifier(model):
+        info["classes"] = model.classes_
+        n_outputs = model.n_classes_
+    else:
+        n_outputs = model.n_outputs_
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=np.zeros(n_outputs),
+        n_features=model.n_features_in_,
+        averaging=averaging,
+        x_float32=True,
+        model_type=name,
+        objective=_criterion_objective(model.criterion),
+        feature_names=getattr(model, "feature_names_in_", None),
+        info=info,
+    )
+
+
+def _convert_gradient_boosting(model):
+    """GradientBoosting: constant init plus learning_rate times each stage's trees."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    name = type(model).__name__
+    init = model.init_
+    constant = (
+        (isinstance(init, str) and init == "zero")
+        or isinstance(init, DummyRegressor)
+        or (isinstance(init, DummyClassifier) and init.strategy != "stratified")
+    )
+    if not constant:
+        raise UnsupportedModelError(
+            f"{name} has init estimator {init!r}, whose prediction depends on X (or is "
+            "random); only init='zero' or a DummyRegressor / DummyClassifier (not "
+            "strategy='stratified') gives the constant base value a tree ensemble needs."
+        )
+    # The init prediction is the same for every row: read it from the model.
+    base_value = model._raw_predict_init(np.zeros((1, model.n_features_in_)))[0]
+    n_stages = model.n_estimators_
+    learning_rate = float(model.learning_rate)
+    trees = [
+        _tree_arrays(estimator.tree_, estimator.tree_.value[:, 0, :1] * learning_rate, output=k)
+        for stage in model.estimators_[:n_stages]
+        for k, estimator in enumerate(stage)
+    ]
+    info = {
+        "allow_nan": _allow_nan(model),
+        "n_trees_total": len(trees),
+        "n_estimators": n_stages,
+        "learning_rate": learning_rate,
+    }
+    if hasattr(model, "classes_"):
+        info["classes"] = model.classes_
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=base_value,
+        n_features=model.n_features_in_,
+        averaging=False,
+        x_float32=True,
+        model_type=name,
+        objective=_criterion_objective(model.loss),
+        feature_names=getattr(model, "feature_names_in_", None),
+        info=info,
+    )
+
+
+def _hist_columns(model):
+    """Input column and raw category values of each column HGB's predictors see.
+
+    Returns ``(column, categories)``: ``column[j]`` is the input column of
+    predictor feature ``j``; ``categories[j]`` maps ordinal code -> raw integer
+    category for a categorical feature (``None`` otherwise).
+    """
+    name = type(model).__name__
+    n_features = model.n_features_in_
+    preprocessor = getattr(model, "_preprocessor", None)
+    if preprocessor is None:
+        return np.arange(n_features), [None] * n_features
+    column = np.full(n_features, -1, dtype=np.int64)
+    for part, _, columns in preprocessor.transformers_:
+        positions = np.arange(n_features)[preprocessor.output_indices_[part]]
+        if len(positions):
+            column[positions] = np.arange(n_features)[np.asarray(columns)]
+    if np.any(column < 0):
+        raise UnsupportedModelError(f"{name}: could not map the preprocessed columns back.")
+    categories = [None] * n_features
+    encoder = preprocessor.named_transformers_["encoder"]
+    start = preprocessor.output_indices_["encoder"].start
+    for j, values in enumerate(encoder.categories_):
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            values = np.array([np.inf])
+        values = values[~np.isnan(values)]  # NaN is not a category (last, if present)
+        if not np.all((values >= 0) & (values < 2**31) & (values == np.floor(values))):
+            raise UnsupportedModelError(
+                f"{name}: categorical feature {column[start + j]} has categories that are "
+                "not non-negative integer codes; encode them as integers 0, 1, 2, ... first."
+            )
+        categories[start + j] = values.astype(np.int64)
+    return column, categories
+
+
+def _hist_tree(predictor, column, categories, output):
+    """TreeArrays of one HGB ``TreePredictor``.
+
+    HGB sends a categorical value to the missing-value side when it is NaN,
+    negative or not a known category; known categories outside the left bitset
+    go right. The kernels send NaN to ``default_child`` and negative or
+    unlisted categories right, so when the missing side is left the children
+    are swapped and the listed set is the complement among known categories.
+    """
+    nodes = predictor.nodes
+    leaf = nodes["is_leaf"].astype(bool)
+    left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+    right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+    default_left = nodes["missing_go_to_left"].astype(bool) & ~leaf
+    categorical = nodes["is_categorical"].astype(bool) & ~leaf
+    decision = np.where(categorical, DECISION_CATEGORICAL, DECISION_LEQ).astype(np.uint8)
+    feature = np.where(leaf, 0, nodes["feature_idx"])
+    sets = {}
+    for k in np.flatnonzero(categorical):
+        known = categories[feature[k]]
+        words = predictor.raw_left_cat_bitsets[nodes["bitset_idx"][k]]
+        codes = np.arange(len(known))
+        goes_left = ((words[codes // 32] >> (codes % 32).astype(np.uint32)) & 1) == 1
+        if default_left[k]:
+            left[k], right[k] = right[k], left[k]
+            default_left[k] = False
+            goes_left = ~goes_left
+        sets[int(k)] = known[goes_left]
+    return TreeArrays(
+        children_left=left,
+        children_right=right,
+        default_left=default_left,
+        feature=column[feature],
+        threshold=nodes["num_threshold"],
+        decision_type=decision,
+        cover=nodes["count"].astype(np.float64),
+        value=nodes["value"].reshape(-1, 1),
+        categories=sets,
+        output=output,
+    )
+
+
+def _convert_hist_gradient_boosting(model):
+    """HistGradientBoosting: ``_baseline_prediction`` plus every predictor's leaves."""
+    name = type(model).__name__
+    column, categories = _hist_columns(model)
+    trees = [
+        _hist_tree(predictor, column, categories, output=k)
+        for iteration in model._predictors
+        for k, predictor in enumerate(iteration)
+    ]
+    loss = model.loss if isinstance(model.loss, str) else type(model.loss).__name__
+    info = {
+        "allow_nan": _allow_nan(model),
+        "n_trees_total": len(trees),
+        "n_iter": model.n_iter_,
+        "categorical_features": [int(column[j]) for j, c in enumerate(categories)
+                                 if c is not None],
+    }
+    if hasattr(model, "classes_"):
+        info["classes"] = model.classes_
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=np.ravel(model._baseline_prediction),
+        n_features=model.n_features_in_,
+        averaging=False,
+        x_float32=False,
+        model_type=name,
+        objective="squared_error" if loss == "squared_error" else loss,
+        feature_names=getattr(model, "feature_names_in_", None),
+        info=info,
+    )

@@ -1,0 +1,317 @@
+"""CatBoost adapter: routing, covers and values against CatBoost and brute force."""
+import functools
+
+import numpy as np
+import pytest
+
+catboost = pytest.importorskip("catboost")
+
+import reference  # noqa: E402  (tests/ is on sys.path under pytest)
+
+from sklearn_r2shap import (  # noqa: E402
+    UnsupportedModelError,
+    expected_value,
+    predict_raw,
+    saabas_values,
+    shap_values,
+    to_ensemble,
+)
+from sklearn_r2shap._model._ensemble import DECISION_CATEGORICAL  # noqa: E402
+
+SILENT = dict(verbose=0, allow_writing_files=False, thread_count=2, random_seed=0)
+GROW_POLICIES = ["SymmetricTree", "Depthwise", "Lossguide"]
+KINDS = ["regressor", "binary", "multiclass", "core"]
+N_FEATURES = 5
+
+
+@functools.lru_cache(maxsize=None)
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, N_FEATURES))
+    y = X[:, 0] + X[:, 1] * X[:, 2] - np.abs(X[:, 3]) + 0.1 * rng.normal(size=len(X))
+    X[rng.random(X.shape) < 0.12] = np.nan
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
+
+
+def _rows():
+    """A few rows to explain, the first ones with NaN."""
+    X, _ = _data()
+    nan_rows = np.flatnonzero(np.isnan(X).any(axis=1))[:3]
+    full_rows = np.flatnonzero(~np.isnan(X).any(axis=1))[:2]
+    return X[np.concatenate([nan_rows, full_rows])]
+
+
+@functools.lru_cache(maxsize=None)
+def _model(kind, grow_policy="SymmetricTree", nan_mode="Min", depth=3, iterations=6):
+    X, y = _data()
+    params = dict(iterations=iterations, depth=depth, learning_rate=0.3,
+                  grow_policy=grow_policy, nan_mode=nan_mode, **SILENT)
+    if kind == "regressor":
+        return catboost.CatBoostRegressor(**params).fit(X, y)
+    if kind == "binary":
+        return catboost.CatBoostClassifier(**params).fit(X, (y > 0).astype(int))
+    if kind == "multiclass":
+        return catboost.CatBoostClassifier(**params).fit(X, np.digitize(y, [-0.5, 0.5]))
+    assert kind == "core"
+    return catboost.CatBoost(dict(loss_function="RMSE", **params)).fit(X, y)
+
+
+def _raw(model, X, **pool_kwargs):
+    raw = model.predict(catboost.Pool(X, **pool_kwargs), prediction_type="RawFormulaVal")
+    return np.asarray(raw, dtype=np.float64).reshape(len(X), -1)
+
+
+def _brute_force(ens, rows):
+    return np.array([reference.semivalue(ens, x) for x in rows])  # (n, n_outputs, p)
+
+
+def _assert_close_relative(actual, expected, rtol=1e-10):
+    scale = max(np.abs(expected).max(), 1e-12)
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=rtol * scale)
+
+
+@pytest.mark.parametrize("nan_mode", ["Min", "Max"])
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_predict_matches_catboost(kind, grow_policy, nan_mode):
+    X, _ = _data()
+    model = _model(kind, grow_policy, nan_mode)
+    ours = predict_raw(model, X)
+    np.testing.assert_allclose(ours, _raw(model, X), rtol=0, atol=1e-6)
+    ens = to_ensemble(model)
+    rows = _rows()
+    np.testing.assert_allclose(reference.predict(ens, rows), _raw(model, rows), rtol=0, atol=1e-6)
+
+
+def test_nan_mode_max_routes_nan_to_the_greater_side():
+    X, _ = _data()
+    low, high = _model("regressor", nan_mode="Min"), _model("regressor", nan_mode="Max")
+    for model, nan_left in ((low, True), (high, False)):
+        ens = to_ensemble(model)
+        internal = np.flatnonzero(ens.children_left >= 0)
+        expected = np.where(nan_left, ens.children_left, ens.children_right)[internal]
+        np.testing.assert_array_equal(ens.default_child[internal], expected)
+    # The same (NaN-free) fit, once with nan_mode Forbidden: NaN compares false
+    # in CatBoost, i.e. goes to the x <= border side.
+    full = ~np.isnan(X).any(axis=1)
+    _, y = _data()
+    forbidden = catboost.CatBoostRegressor(iterations=4, depth=3, nan_mode="Forbidden",
+                                           **SILENT).fit(X[full], y[full])
+    np.testing.assert_allclose(predict_raw(forbidden, X), _raw(forbidden, X), rtol=0, atol=1e-6)
+
+
+def test_float32_borders():
+    """Values equal to a border, or rounding to it in float32, go left like CatBoost."""
+    model = _model("regressor", "Depthwise")
+    ens = to_ensemble(model)
+    rows, rounds_to_border = [], []
+    for k in np.flatnonzero(ens.children_left >= 0)[:6]:
+        t = ens.threshold[k]
+        above = np.nextafter(np.float32(t), np.float32(np.inf))
+        for value in (t, t + abs(t) * 1e-9 + 1e-12, above):
+            row = np.zeros(N_FEATURES)
+            row[ens.feature[k]] = value
+            rows.append(row)
+            rounds_to_border.append(value != t and np.float32(value) == t)
+    assert any(rounds_to_border)
+    rows = np.array(rows)
+    np.testing.assert_allclose(predict_raw(model, rows), _raw(model, rows), rtol=0, atol=1e-6)
+
+
+def test_oblivious_trees_are_expanded():
+    model = _model("regressor", depth=3)
+    ens = to_ensemble(model)
+    assert ens.n_trees == model.tree_count_
+    assert np.all(np.diff(ens.tree_start) == 2 ** (3 + 1) - 1)
+
+
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+def test_covers_are_leaf_weights(grow_policy):
+    model = _model("regressor", grow_policy, depth=4)
+    ens = to_ensemble(model)
+    internal = np.flatnonzero(ens.children_left >= 0)
+    np.testing.assert_array_equal(
+        ens.cover[internal],
+        ens.cover[ens.children_left[internal]] + ens.cover[ens.children_right[internal]],
+    )
+    weights, values = model.get_leaf_weights(), model.get_leaf_values()
+    starts = np.concatenate([[0], np.cumsum(model.get_tree_leaf_counts())]).astype(int)
+    per_tree = [(weights[a:b], values[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+    np.testing.assert_array_equal(ens.cover[ens.tree_start[:-1]], [w.sum() for w, _ in per_tree])
+    for t, (w, _) in enumerate(per_tree):
+        leaves = ens.tree_nodes(t)[ens.children_left[ens.tree_nodes(t)] < 0]
+        np.testing.assert_array_equal(np.sort(ens.cover[leaves]), np.sort(w))
+    # v_x(empty): the bias plus each tree's leaf-weighted mean.
+    means = [np.average(v, weights=w) for w, v in per_tree]
+    bias = model.get_scale_and_bias()[1]
+    np.testing.assert_allclose(expected_value(model), bias + np.sum(means))
+
+
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+@pytest.mark.parametrize("kind", ["regressor", "binary", "multiclass"])
+def test_shap_values_brute_force(kind, grow_policy):
+    model = _model(kind, grow_policy, depth=3, iterations=3)
+    ens = to_ensemble(model)
+    rows = _rows()
+    phi = shap_values(model, rows)
+    if phi.ndim == 2:
+        phi = phi[:, None, :]
+    _assert_close_relative(phi[:, :, :-1], _brute_force(ens, rows))
+    np.testing.assert_allclose(phi.sum(axis=2), _raw(model, rows), rtol=0, atol=1e-9)
+    saabas = saabas_values(model, rows).reshape(phi.shape)
+    np.testing.assert_allclose(saabas.sum(axis=2), _raw(model, rows), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("nan_mode", ["Min", "Max"])
+@pytest.mark.parametrize("kind", ["regressor", "binary", "multiclass"])
+def test_shap_values_match_catboost_on_symmetric_trees(kind, nan_mode):
+    X, _ = _data()
+    model = _model(kind, "SymmetricTree", nan_mode, depth=4)
+    rows = X[:40]
+    assert np.isnan(rows).any()
+    ours = shap_values(model, rows)
+    theirs = model.get_feature_importance(data=catboost.Pool(rows), type="ShapValues")
+    if kind == "multiclass":
+        assert ours.shape == theirs.shape == (len(rows), 3, N_FEATURES + 1)
+    else:
+        assert ours.shape == theirs.shape == (len(rows), N_FEATURES + 1)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("grow_policy", ["Depthwise", "Lossguide"])
+def test_catboost_shap_differs_from_exact_on_nonsymmetric_trees(grow_policy):
+    """CatBoost's ShapValues on Depthwise / Lossguide trees are not the exact
+    path-dependent Shapley values (seen on unbalanced trees; on some models
+    they do not even add up to the prediction); ours are."""
+    X, _ = _data()
+    model = _model("regressor", grow_policy, depth=4, iterations=3)
+    rows = X[:30]
+    ours = shap_values(model, rows)
+    theirs = model.get_feature_importance(data=catboost.Pool(rows), type="ShapValues")
+    gap = np.abs(ours - theirs).max(axis=1)
+    if gap.max() <= 1e-3:
+        pytest.skip("CatBoost's ShapValues happen to be exact on this model")
+    worst = int(np.argmax(gap))
+    exact = reference.semivalue(to_ensemble(model), rows[worst])[0]
+    _assert_close_relative(ours[worst, :-1], exact)
+    assert np.abs(theirs[worst, :-1] - exact).max() > 1e-3
+    np.testing.assert_allclose(ours.sum(axis=1), _raw(model, rows)[:, 0], rtol=0, atol=1e-9)
+
+
+def test_scale_bias_and_metadata():
+    import pandas as pd
+
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(N_FEATURES)])
+    model = catboost.CatBoostRegressor(iterations=4, depth=3, **SILENT).fit(frame, y)
+    model.set_scale_and_bias(1.75, 0.4)
+    ens = to_ensemble(model)
+    np.testing.assert_allclose(predict_raw(model, frame), _raw(model, frame), rtol=0, atol=1e-6)
+    assert ens.base_value.tolist() == [0.4]
+    assert list(ens.feature_names) == list(frame.columns)
+    assert ens.objective == "squared_error" and ens.x_float32 and not ens.averaging
+    assert ens.model_type == "CatBoostRegressor"
+    # v_x(empty) is the bias plus each tree's leaf-weighted mean, times scale.
+    weights, values = model.get_leaf_weights(), model.get_leaf_values()
+    sizes = model.get_tree_leaf_counts()
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    means = [np.average(values[a:b], weights=weights[a:b])
+             for a, b in zip(starts[:-1], starts[1:])]
+    np.testing.assert_allclose(expected_value(model), 0.4 + 1.75 * np.sum(means))
+
+    assert to_ensemble(_model("regressor")).feature_names is None
+    assert to_ensemble(_model("binary")).objective == "Logloss"
+    multiclass = to_ensemble(_model("multiclass"))
+    assert multiclass.objective == "MultiClass" and multiclass.n_outputs == 3
+    assert list(multiclass.info["classes"]) == [0, 1, 2]
+
+
+def test_multi_output_regression_and_early_stopping():
+    X, y = _data()
+    Y = np.column_stack([y, X[:, 0] * 2])
+    Y = np.nan_to_num(Y)
+    model = catboost.CatBoostRegressor(iterations=4, depth=3, loss_function="MultiRMSE",
+                                       **SILENT).fit(X, Y)
+    ens = to_ensemble(model)
+    assert ens.n_outputs == 2 and ens.n_values == 2
+    np.testing.assert_allclose(predict_raw(model, X), _raw(model, X), rtol=0, atol=1e-6)
+    phi = shap_values(model, _rows())
+    np.testing.assert_allclose(phi.sum(axis=2), _raw(model, _rows()), atol=1e-9)
+
+    stopped = catboost.CatBoostRegressor(iterations=300, learning_rate=0.5, depth=3,
+                                         early_stopping_rounds=3, **SILENT)
+    stopped.fit(X[:160], y[:160], eval_set=(X[160:], y[160:]))
+    assert stopped.tree_count_ < 300
+    assert to_ensemble(stopped).n_trees == stopped.tree_count_
+    np.testing.assert_allclose(predict_raw(stopped, X), _raw(stopped, X), rtol=0, atol=1e-6)
+
+
+def _categorical_frame(codes=(0, 7, 14, 21, 28, 35)):
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    n = 240
+    codes = np.asarray(codes)
+    cat = rng.integers(0, len(codes), size=n)
+    frame = pd.DataFrame({"a": rng.normal(size=n), "c": codes[cat], "b": rng.normal(size=n)})
+    y = frame["a"].to_numpy() + np.array([0.0, 1.0, -2.0, 3.0, 1.0, -1.0])[cat]
+    frame.loc[::6, "a"] = np.nan
+    return frame, y
+
+
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+def test_one_hot_categorical_splits(grow_policy):
+    frame, y = _categorical_frame()
+    model = catboost.CatBoostRegressor(iterations=5, depth=3, grow_policy=grow_policy,
+                                       cat_features=["c"], one_hot_max_size=10,
+                                       **SILENT).fit(frame, y)
+    ens = to_ensemble(model)
+    categorical = ens.decision_type == DECISION_CATEGORICAL
+    assert np.any(categorical)
+    # CatBoost rejects NaN categories; we send NaN to the "not equal" side.
+    np.testing.assert_array_equal(ens.default_child[categorical], ens.children_right[categorical])
+    test = frame.copy()
+    test["c"] = np.random.default_rng(2).integers(0, 45, size=len(test))  # unseen codes too
+    ours = predict_raw(model, test.to_numpy(dtype=float))
+    np.testing.assert_allclose(ours, _raw(model, test, cat_features=["c"]), rtol=0, atol=1e-6)
+    rows = test.iloc[:4]
+    phi = shap_values(model, rows.to_numpy(dtype=float))
+    _assert_close_relative(phi[:, :-1], _brute_force(ens, rows.to_numpy(dtype=float))[:, 0])
+    if grow_policy == "SymmetricTree":
+        theirs = model.get_feature_importance(
+            data=catboost.Pool(test.iloc[:30], cat_features=["c"]), type="ShapValues")
+        np.testing.assert_allclose(shap_values(model, test.iloc[:30].to_numpy(dtype=float)),
+                                   theirs, rtol=0, atol=1e-5)
+
+
+def test_ctr_splits_raise():
+    frame, y = _categorical_frame()
+    model = catboost.CatBoostRegressor(iterations=3, depth=3, cat_features=["c"],
+                                       one_hot_max_size=1, **SILENT).fit(frame, y)
+    with pytest.raises(UnsupportedModelError, match="CatBoostRegressor.*CTR.*OnlineCtr"):
+        to_ensemble(model)
+
+
+@pytest.mark.parametrize("codes", [("x", "y", "z", "w", "v", "u"), (-1, -2, -3, 4, 5, 6)])
+def test_non_integer_or_negative_categories_raise(codes):
+    frame, y = _categorical_frame(codes)
+    model = catboost.CatBoostRegressor(iterations=3, depth=3, cat_features=["c"],
+                                       one_hot_max_size=10, **SILENT).fit(frame, y)
+    with pytest.raises(UnsupportedModelError, match="one-hot splits on categories"):
+        to_ensemble(model)
+
+
+def test_text_features_and_unfitted_raise():
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    words = np.array(["good day", "bad day", "great", "awful thing", "fine"])
+    frame = pd.DataFrame({"a": rng.normal(size=120), "t": words[rng.integers(0, 5, size=120)]})
+    model = catboost.CatBoostClassifier(iterations=2, depth=2, text_features=["t"],
+                                        **SILENT).fit(frame, (frame["a"] > 0).astype(int))
+    with pytest.raises(UnsupportedModelError, match="CatBoostClassifier uses text features"):
+        to_ensemble(model)
+    with pytest.raises(UnsupportedModelError, match="CatBoostRegressor is not fitted"):
+        to_ensemble(catboost.CatBoostRegressor())
