@@ -31,13 +31,7 @@ def check_rows(ensemble, X, *, allow_nan=None):
                     "The feature names of X do not match those the model was fitted with: "
                     f"got {list(names)[:10]}, expected {list(expected)[:10]}."
                 )
-        try:
-            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                "X has non-numeric columns; encode categorical columns as non-negative "
-                f"integer codes first ({exc})."
-            ) from None
+        X = _frame_to_array(ensemble, X)
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -62,9 +56,78 @@ def check_rows(ensemble, X, *, allow_nan=None):
         raise UnsupportedModelError(
             f"X contains NaN, but {ensemble.model_type} does not accept missing values."
         )
+    X = _cast_categories(ensemble, X)
     if ensemble.x_float32:
         X = X.astype(np.float32).astype(np.float64)
     return np.ascontiguousarray(X)
+
+
+def _frame_to_array(ensemble, frame):
+    """A DataFrame as float64, its category columns as the model's codes.
+
+    XGBoost (``info["category_levels"]``, by column) and LightGBM
+    (``info["pandas_categorical"]``, one list per category column in order)
+    code a category by its position among the levels seen in training.
+    Unseen levels become NaN (LightGBM) or raise, as XGBoost does
+    (``info["unseen_category"] == "error"``). Other category columns must
+    hold numbers.
+    """
+    import pandas as pd
+
+    info = ensemble.info
+    is_category = [isinstance(dtype, pd.CategoricalDtype) for dtype in frame.dtypes]
+    levels = info.get("category_levels")
+    if levels is None and info.get("pandas_categorical") is not None:
+        columns = [j for j, flag in enumerate(is_category) if flag]
+        levels = dict(zip(columns, info["pandas_categorical"]))
+    levels = levels or {}
+    out = np.empty(frame.shape, dtype=np.float64)
+    for j in range(frame.shape[1]):
+        column = frame.iloc[:, j]
+        if is_category[j] and j in levels:
+            codes = pd.Categorical(column, categories=levels[j]).codes.astype(np.float64)
+            unseen = (codes < 0) & column.notna().to_numpy()
+            if unseen.any() and info.get("unseen_category") == "error":
+                value = column[unseen].iloc[0]
+                raise ValueError(
+                    f"Column {frame.columns[j]!r} has the category {value!r}, which "
+                    f"{ensemble.model_type} did not see in training."
+                )
+            codes[codes < 0] = np.nan
+            out[:, j] = codes
+            continue
+        try:
+            out[:, j] = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"X has a non-numeric column {frame.columns[j]!r}; encode categorical "
+                f"columns as non-negative integer codes first ({exc})."
+            ) from None
+    return out
+
+
+def _cast_categories(ensemble, X):
+    """Values of categorical columns as the model's library reads them.
+
+    ``info["category_cast"]``: "truncate" (LightGBM casts with
+    ``static_cast<int>``, so x in (-1, 0) is category 0) or "integer"
+    (HistGradientBoosting treats a non-integer value as an unknown category,
+    i.e. missing). The kernels take int(x) and send negative values right.
+    """
+    cast = ensemble.info.get("category_cast")
+    columns = ensemble.info.get("categorical_features") or []
+    if cast is None or len(columns) == 0:
+        return X
+    X = X.copy()
+    values = X[:, columns]
+    if cast == "truncate":
+        values[(values > -1.0) & (values < 0.0)] = 0.0
+    elif cast == "integer":
+        values[values != np.floor(values)] = np.nan
+    else:
+        raise ValueError(f"unknown category_cast {cast!r}")
+    X[:, columns] = values
+    return X
 
 
 def resolve_n_jobs(n_jobs):

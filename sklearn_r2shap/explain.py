@@ -226,6 +226,17 @@ def saabas_values(model, X, *, n_jobs=None):
 
 
 def predict_raw(model, X, *, n_jobs=None):
-    """The ensemble's raw (margin) prediction, shape (n_rows, n_outputs)."""
-    ensemble = to_ensemble(model)
-    return _predict.predict_raw(ensemble, check_rows(ensemble, X), resolve_n_jobs(n_jobs))
+    """The ensemble's raw (margin) prediction, shape (n_rows, n_outputs).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn_r2shap import predict_raw
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
+    True
+    """
+    ensemble, X = _prepare(model, X)
+    return _predict.predict_raw(ensemble, X, resolve_n_jobs(n_jobs))

@@ -26,7 +26,7 @@ def route(ens, node, x):
     if kind == DECISION_LT:
         return ens.children_left[node] if v < ens.threshold[node] else ens.children_right[node]
     if kind == DECISION_LEQ_ZERO_MISSING:
-        if abs(v) <= 1e-35:
+        if abs(v) <= 1.0000000180025095e-35:  # LightGBM kZeroThreshold = 1e-35f
             return ens.default_child[node]
         return ens.children_left[node] if v <= ens.threshold[node] else ens.children_right[node]
     assert kind == DECISION_CATEGORICAL

@@ -379,9 +379,6 @@ def test_unknown_split_kinds_raise(monkeypatch, field, bad, match):
         sr.to_ensemble(booster)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LightGBM casts a categorical value with static_cast<int>, so x in (-1, 0) is "
-    "category 0; the shared kernels send every negative value right"))
 def test_categorical_values_between_minus_one_and_zero():
     model = get_model("regressor")
     rows = np.tile(ROWS[1], (2, 1))
@@ -392,9 +389,6 @@ def test_categorical_values_between_minus_one_and_zero():
                                library_raw(model, rows)[:, 0], atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LightGBM's zero test is |x| <= kZeroThreshold = 1e-35f (float32, "
-    "1.0000000180025095e-35); the shared kernels use the double 1e-35"))
 def test_zero_as_missing_threshold_is_float32():
     model = get_model("zero_as_missing")
     rows = np.tile(ROWS[1], (3, 1))
@@ -404,9 +398,6 @@ def test_zero_as_missing_threshold_is_float32():
                                library_raw(model, rows)[:, 0], atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LightGBM encodes pandas 'category' columns by the category lists saved at fit "
-    "time (info['pandas_categorical']); check_rows reads the category values"))
 def test_pandas_category_columns():
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(5)

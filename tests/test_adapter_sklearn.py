@@ -438,10 +438,6 @@ def test_hist_gradient_boosting_categorical():
             1e-10 * np.abs(brute).max())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HGB treats a non-integer value of a categorical column as an unknown category "
-    "(missing side); the kernels truncate it to int. Needs check_rows to turn such "
-    "values into NaN for info['categorical_features'] columns."))
 def test_hist_gradient_boosting_noninteger_category_is_missing():
     X, y = _categorical_data()
     model = ensemble.HistGradientBoostingRegressor(

@@ -189,8 +189,8 @@ def test_ensemble_metadata():
     categorical = to_ensemble(get_case("categorical").model)
     assert list(categorical.feature_names) == ["c", "x"]
     assert categorical.info["feature_types"] == ["c", "float"]
-    assert categorical.info["categories"] == {0: list("abcdefgh")}
-    assert "categories" not in to_ensemble(get_case("categorical_codes").model).info
+    assert categorical.info["category_levels"] == {0: list("abcdefgh")}
+    assert "category_levels" not in to_ensemble(get_case("categorical_codes").model).info
     assert to_ensemble(get_case("poisson_booster").model).objective == "count:poisson"
 
     # Pruning leaves deleted slots in XGBoost's arrays; the adapter drops them.
@@ -432,3 +432,27 @@ def test_unknown_objective_link_raises(monkeypatch):
 def test_non_model_object_raises():
     with pytest.raises(UnsupportedModelError, match="DMatrix is not a supported XGBoost model"):
         to_ensemble(xgb.DMatrix(np.zeros((2, 2))))
+
+
+def test_integer_category_levels_are_coded_like_xgboost():
+    # A pandas category column whose levels are numbers: XGBoost codes a value
+    # by its position among the training levels, not by the value itself.
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"c": pd.Categorical(rng.choice([10, 20, 30, 40], size=400)),
+                          "x": rng.normal(size=400)})
+    y = frame["x"] + 2.0 * (frame["c"].astype(int) == 30)
+    model = xgb.XGBRegressor(n_estimators=8, max_depth=3, enable_categorical=True,
+                             tree_method="hist").fit(frame, y)
+    test = frame.iloc[:20].copy()
+    test["c"] = pd.Categorical([40, 30, 10, np.nan] * 5, categories=[10, 30, 40])
+    margin = model.get_booster().predict(xgb.DMatrix(test, enable_categorical=True),
+                                         output_margin=True)
+    np.testing.assert_allclose(predict_raw(model, test)[:, 0], margin, rtol=1e-6, atol=1e-6)
+    phi = shap_values(model, test)
+    np.testing.assert_allclose(phi.sum(axis=1), margin, rtol=1e-6, atol=1e-6)
+    test["c"] = pd.Categorical([50, 30, 10, np.nan] * 5)
+    with pytest.raises(xgb.core.XGBoostError, match="not in the training set"):
+        model.get_booster().predict(xgb.DMatrix(test, enable_categorical=True))
+    with pytest.raises(ValueError, match="did not see in training"):
+        shap_values(model, test)

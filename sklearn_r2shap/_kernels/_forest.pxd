@@ -49,7 +49,7 @@ cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) no
     if kind == DECISION_LT:
         return f.left[node] if v < f.threshold[node] else f.right[node]
     if kind == DECISION_LEQ_ZERO_MISSING:
-        if fabs(v) <= 1e-35:
+        if fabs(v) <= 1.0000000180025095e-35:  # LightGBM kZeroThreshold = 1e-35f
             return f.default_child[node]
         return f.left[node] if v <= f.threshold[node] else f.right[node]
     # categorical: int(x) in the node's bitset goes left

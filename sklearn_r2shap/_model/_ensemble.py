@@ -26,7 +26,7 @@ import numpy as np
 # ``default_child``; a category in the node's set goes to ``children_left``.
 DECISION_LEQ = 0  # x <= threshold goes left (scikit-learn, LightGBM, CatBoost)
 DECISION_LT = 1  # x < threshold goes left (XGBoost)
-DECISION_LEQ_ZERO_MISSING = 2  # LightGBM missing_type=Zero: |x| <= 1e-35 -> default
+DECISION_LEQ_ZERO_MISSING = 2  # LightGBM missing_type=Zero: |x| <= 1e-35f -> default
 DECISION_CATEGORICAL = 3  # int(x) in the node's category bitset goes left
 
 

@@ -119,6 +119,7 @@ def convert(model):
             int(f) for t in trees for f in t.feature[t.decision_type == DECISION_CATEGORICAL]
         }),
         pandas_categorical=dump.get("pandas_categorical"),
+        category_cast="truncate",
     )
     return TreeEnsemble.from_trees(
         trees,

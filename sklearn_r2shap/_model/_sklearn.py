@@ -300,6 +300,7 @@ def _convert_hist_gradient_boosting(model):
         "n_iter": model.n_iter_,
         "categorical_features": [int(column[j]) for j, c in enumerate(categories)
                                  if c is not None],
+        "category_cast": "integer",
     }
     if hasattr(model, "classes_"):
         info["classes"] = model.classes_

@@ -129,7 +129,8 @@ def convert(model):
         info["feature_types"] = list(types)
     categories = _training_categories(forest)
     if categories:
-        info["categories"] = categories
+        info["category_levels"] = categories
+        info["unseen_category"] = "error"  # XGBoost refuses unseen categories
     return TreeEnsemble.from_trees(
         arrays,
         base_value=_base_margin(params["base_score"], objective, n_outputs, model_type),
