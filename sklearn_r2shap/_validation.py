@@ -85,7 +85,7 @@ def _frame_to_array(ensemble, frame):
     for j in range(frame.shape[1]):
         column = frame.iloc[:, j]
         if is_category[j] and j in levels:
-            codes = pd.Categorical(column, categories=levels[j]).codes.astype(np.float64)
+            codes = pd.Index(levels[j]).get_indexer(column.astype(object)).astype(np.float64)
             unseen = (codes < 0) & column.notna().to_numpy()
             if unseen.any() and info.get("unseen_category") == "error":
                 value = column[unseen].iloc[0]
