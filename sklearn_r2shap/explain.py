@@ -7,10 +7,10 @@ Every function returns the attributions of the path-dependent game
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
 (multiclass). Values are in the model's raw (margin) space.
 """
+import functools
 import math
 
 import numpy as np
-from numpy.polynomial.legendre import leggauss
 from scipy.special import betaln
 
 from ._kernels import _predict, _saabas, _semivalues
@@ -18,6 +18,30 @@ from ._model import to_ensemble
 from ._validation import check_rows, resolve_n_jobs
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values"]
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_legendre(n_nodes):
+    """Gauss-Legendre nodes and weights on [-1, 1] by Newton's method on the
+    Legendre recurrence (no LAPACK call, whose idle BLAS threads would compete
+    with the kernels' OpenMP threads)."""
+    i = np.arange(1, n_nodes + 1)
+    x = np.cos(np.pi * (i - 0.25) / (n_nodes + 0.5))
+    for _ in range(100):
+        p0, p1 = np.ones_like(x), x.copy()
+        for k in range(2, n_nodes + 1):
+            p0, p1 = p1, ((2 * k - 1) * x * p1 - (k - 1) * p0) / k
+        derivative = n_nodes * (x * p1 - p0) / (x * x - 1.0) if n_nodes > 1 else np.ones_like(x)
+        step = p1 / derivative
+        x = x - step
+        if np.max(np.abs(step)) < 1e-16:
+            break
+    p0, p1 = np.ones_like(x), x.copy()
+    for k in range(2, n_nodes + 1):
+        p0, p1 = p1, ((2 * k - 1) * x * p1 - (k - 1) * p0) / k
+    derivative = n_nodes * (x * p1 - p0) / (x * x - 1.0) if n_nodes > 1 else np.ones_like(x)
+    weights = 2.0 / ((1.0 - x * x) * derivative * derivative)
+    return x[::-1].copy(), weights[::-1].copy()
 
 
 def beta_quadrature(alpha, beta, degree):
@@ -30,7 +54,7 @@ def beta_quadrature(alpha, beta, degree):
     """
     total_degree = degree + (alpha - 1) + (beta - 1)
     n_nodes = max(1, math.ceil((total_degree + 1) / 2))
-    nodes, weights = leggauss(n_nodes)
+    nodes, weights = _gauss_legendre(n_nodes)
     t = (nodes + 1.0) / 2.0
     log_density = (beta - 1) * np.log(t) + (alpha - 1) * np.log1p(-t) - betaln(alpha, beta)
     return t, weights / 2.0 * np.exp(log_density)
@@ -76,13 +100,61 @@ def expected_value(model):
     return expected
 
 
+# Pattern tables hold 2^d numbers per leaf; beyond this many entries per tree
+# (or when rows are too few to repay them) a tree goes to the quadrature kernel.
+_MAX_TABLE_ENTRIES = 1 << 22
+_TABLE_GROUP_ENTRIES = 1 << 23
+# Tests set this to "tables" or "quadrature" to check both routes.
+_FORCE_ROUTE = None
+
+
 def _uniform_semivalues(model, X, points_weights, n_jobs):
+    """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow trees and
+    many rows, by the per-row quadrature kernel otherwise (same values)."""
     ensemble, X = _prepare(model, X)
-    points, weights = points_weights(ensemble)
-    phi = _semivalues.semivalues_uniform(
-        ensemble, X, np.ascontiguousarray(points), np.ascontiguousarray(weights),
-        resolve_n_jobs(n_jobs),
+    points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in points_weights(ensemble))
+    n_threads = resolve_n_jobs(n_jobs)
+    phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
+    structure = _semivalues.pattern_structure(ensemble)
+    leaf_dim = structure["leaf_dim"]
+    entries = (1 << np.minimum(leaf_dim, 62)) * leaf_dim
+    tree_leaf_start = structure["tree_leaf_start"]
+    tree_entries = np.add.reduceat(entries, tree_leaf_start[:-1]) if len(entries) else np.zeros(0)
+    tree_nodes = np.diff(ensemble.tree_start)
+    tree_leaf_terms = np.add.reduceat(leaf_dim, tree_leaf_start[:-1]) if len(entries) else 0
+    m = len(points)
+    n_rows = X.shape[0]
+    feasible = (tree_entries <= _MAX_TABLE_ENTRIES) & (
+        np.maximum.reduceat(leaf_dim, tree_leaf_start[:-1]) <= 40 if len(entries) else True)
+    cheaper = (2.0 * m * tree_entries + n_rows * (6.0 * tree_nodes + 2.0 * tree_leaf_terms)
+               < n_rows * 12.0 * m * tree_nodes)
+    if _FORCE_ROUTE == "tables":
+        tabulate = feasible
+    elif _FORCE_ROUTE == "quadrature":
+        tabulate = np.zeros(ensemble.n_trees, dtype=bool)
+    else:
+        tabulate = feasible & cheaper
+    _semivalues.semivalues_uniform(
+        ensemble, X, points, weights, np.flatnonzero(~tabulate).astype(np.int64), phi, n_threads
     )
+    group, group_entries = [], 0
+    tabulated = list(np.flatnonzero(tabulate))
+    for position, t in enumerate(tabulated):
+        group.append(t)
+        group_entries += tree_entries[t]
+        if group_entries >= _TABLE_GROUP_ENTRIES or position == len(tabulated) - 1:
+            leaves = np.concatenate(
+                [np.arange(tree_leaf_start[g], tree_leaf_start[g + 1]) for g in group]
+            ).astype(np.int64)
+            sizes = entries[leaves]
+            table_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            tables = _semivalues.pattern_tables(structure, leaves, table_start, points, weights,
+                                                n_threads)
+            start_by_leaf = np.full(len(leaf_dim), -1, dtype=np.int64)
+            start_by_leaf[leaves] = table_start[:-1]
+            _semivalues.pattern_semivalues(ensemble, X, structure, np.asarray(group, np.int64),
+                                           tables, start_by_leaf, phi, n_threads)
+            group, group_entries = [], 0
     return _with_expected_value(ensemble, phi)
 
 

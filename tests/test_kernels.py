@@ -11,6 +11,7 @@ from sklearn_r2shap import (
     saabas_values,
     shap_values,
 )
+from sklearn_r2shap import explain
 from sklearn_r2shap._model._ensemble import (
     DECISION_CATEGORICAL,
     DECISION_LEQ,
@@ -88,6 +89,13 @@ def random_ensemble(seed, p=5, n_trees=3, max_depth=5, n_outputs=1, vector_leave
     ens = TreeEnsemble.from_trees(trees, base_value=rng.normal(size=n_outputs), n_features=p,
                                   averaging=averaging, model_type="random")
     return ens, random_data(rng, 8, p, categorical, nan_fraction=0.2)
+
+
+@pytest.fixture(params=["tables", "quadrature"], autouse=True)
+def route(request, monkeypatch):
+    """Every test runs through both semivalue routes (pattern tables, quadrature)."""
+    monkeypatch.setattr(explain, "_FORCE_ROUTE", request.param)
+    return request.param
 
 
 def relative_error(a, b):
@@ -208,7 +216,7 @@ def deep_spine_tree(rng, depth, n_features):
 
 
 @pytest.mark.parametrize("depth", [40, 50])
-def test_deep_tree_is_stable(depth):
+def test_deep_tree_is_stable(depth, route):
     rng = np.random.default_rng(depth)
     p = 11
     ens = TreeEnsemble.from_trees([deep_spine_tree(rng, depth, p)], base_value=[0.0], n_features=p)

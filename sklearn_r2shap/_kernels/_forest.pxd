@@ -60,3 +60,49 @@ cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) no
     if word < f.cat_words[node] and (f.cat_bits[f.cat_start[node] + word] >> (category & 31)) & 1:
         return f.left[node]
     return f.right[node]
+
+
+cdef inline bint goes_left(const Forest* f, int64_t node, const double* x) noexcept nogil:
+    """Whether row ``x`` goes to the left child of ``node`` (meaningless for a
+    leaf, but safe: a leaf reads column 0). Branch-free for numeric splits."""
+    cdef int64_t j = f.feature[node]
+    cdef double v = x[j if j >= 0 else 0]
+    cdef uint8_t kind = f.decision[node]
+    if isnan(v):
+        return f.default_child[node] == f.left[node]
+    if kind == DECISION_LEQ:
+        return v <= f.threshold[node]
+    if kind == DECISION_LT:
+        return v < f.threshold[node]
+    return next_node(f, node, x) == f.left[node]
+
+
+cdef inline void path_factors(
+    const Forest* f, int64_t t, const double* x,
+    uint8_t* left_taken, double* ratio_prod, double* follow_prod,
+) noexcept nogil:
+    """The row-dependent part of the path-dependent game of tree ``t``.
+
+    For every node k (local index) and the feature j of the edge into it:
+    ``ratio_prod[k]`` = R, the product of the cover ratios of the j-edges on
+    the path to k, and ``follow_prod[k]`` = X, 1 if ``x`` takes all of them
+    else 0 (TreeGrad's gamma = X / R, treegrad-ranker Lemma 1). A feature
+    not in S weighs a path by R, a feature in S by X.
+    """
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t kk, k, p, q
+    cdef double rk, xk
+    left_taken[0] = goes_left(f, start, x)
+    for kk in range(1, n):
+        k = start + kk
+        p = f.parent[k]
+        rk = f.ratio[k]
+        xk = 1.0 if left_taken[p - start] == (f.left[p] == k) else 0.0
+        q = f.prev_same[k]
+        if q >= 0:
+            rk = rk * ratio_prod[q - start]
+            xk = xk * follow_prod[q - start]
+        ratio_prod[kk] = rk
+        follow_prod[kk] = xk
+        left_taken[kk] = goes_left(f, k, x)

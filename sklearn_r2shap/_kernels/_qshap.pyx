@@ -178,7 +178,7 @@ cdef void tree_square_gradient(
 ) noexcept nogil:
     """Add scale * sum_l weights[l] grad U_t(points[l] 1) to out (U: MLE of v_t^2).
 
-    Needs sc.ratio_prod, sc.follow_prod and sc.chosen of this tree and row
+    Needs sc.ratio_prod and sc.follow_prod of this tree and row
     (left there by tree_gradient_uniform).
     """
     cdef int64_t start = f.tree_start[t]

@@ -1,4 +1,4 @@
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 
 from ._forest cimport Forest
 
@@ -9,7 +9,7 @@ cdef struct Scratch:
     double* path_prod    # s_k(t_l), (nodes, m)
     double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
     double* deepest      # H_k, (nodes, m, n_values)
-    int64_t* chosen      # the child x goes to, per internal node
+    uint8_t* left_taken  # whether x goes left, per node
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil
 cdef bint scratch_failed(const Scratch* sc) noexcept nogil

@@ -16,10 +16,10 @@
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
-from ._forest cimport Forest, forest_from, next_node
+from ._forest cimport Forest, forest_from, goes_left, path_factors
 
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
@@ -30,14 +30,14 @@ cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcep
     sc.path_prod = <double*> malloc(n_nodes * m * sizeof(double))
     sc.subtree = <double*> malloc(n_nodes * m * n_values * sizeof(double))
     sc.deepest = <double*> malloc(n_nodes * m * n_values * sizeof(double))
-    sc.chosen = <int64_t*> malloc(n_nodes * sizeof(int64_t))
+    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
     return sc
 
 
 cdef bint scratch_failed(const Scratch* sc) noexcept nogil:
     return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.factor == NULL
             or sc.path_prod == NULL or sc.subtree == NULL or sc.deepest == NULL
-            or sc.chosen == NULL)
+            or sc.left_taken == NULL)
 
 
 cdef void scratch_free(Scratch* sc) noexcept nogil:
@@ -47,7 +47,7 @@ cdef void scratch_free(Scratch* sc) noexcept nogil:
     free(sc.path_prod)
     free(sc.subtree)
     free(sc.deepest)
-    free(sc.chosen)
+    free(sc.left_taken)
 
 
 cdef void tree_gradient_uniform(
@@ -60,44 +60,37 @@ cdef void tree_gradient_uniform(
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t W = f.n_values
     cdef int64_t kk, k, pl, ql, q, l, w, a, b, o, j
-    cdef double rk, xk, fk, fq, d, acc, leaf_value
+    cdef double rk, xk, fk, fq, d, acc
     if n == 1:
         return
+    path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
     for l in range(m):
         sc.path_prod[l] = 1.0
-    for kk in range(n):
+    for l in range(m * W):
+        sc.subtree[l] = 0.0
+        sc.deepest[l] = 0.0
+    for kk in range(1, n):
         k = start + kk
-        if kk > 0:
-            pl = f.parent[k] - start
-            q = f.prev_same[k]
-            rk = f.ratio[k]
-            xk = 1.0 if sc.chosen[pl] == k else 0.0
-            if q >= 0:
-                ql = q - start
-                rk = rk * sc.ratio_prod[ql]
-                xk = xk * sc.follow_prod[ql]
-            sc.ratio_prod[kk] = rk
-            sc.follow_prod[kk] = xk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        rk = sc.ratio_prod[kk]
+        xk = sc.follow_prod[kk]
+        for l in range(m):
+            fk = rk + points[l] * (xk - rk)
+            sc.factor[kk * m + l] = fk
+            sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk
+        if q >= 0:
+            ql = q - start
             for l in range(m):
-                fk = rk + points[l] * (xk - rk)
-                sc.factor[kk * m + l] = fk
-                if q >= 0:
-                    fq = sc.factor[ql * m + l]
-                    # f_q = 0 only where R = X = 0, which stays 0 below.
-                    sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk / fq if fq != 0.0 else 0.0
-                else:
-                    sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk
+                fq = sc.factor[ql * m + l]
+                # f_q = 0 only where R = X = 0, which stays 0 below.
+                sc.path_prod[kk * m + l] = sc.path_prod[kk * m + l] / fq if fq != 0.0 else 0.0
+        # internal nodes hold value 0 (TreeEnsemble.from_trees)
         a = kk * m * W
-        if f.left[k] >= 0:
-            sc.chosen[kk] = next_node(f, k, x)
-            for l in range(m * W):
-                sc.subtree[a + l] = 0.0
-                sc.deepest[a + l] = 0.0
-        else:
-            for l in range(m):
-                for w in range(W):
-                    sc.subtree[a + l * W + w] = f.value[k * W + w] * sc.path_prod[kk * m + l]
-                    sc.deepest[a + l * W + w] = 0.0
+        for l in range(m):
+            for w in range(W):
+                sc.subtree[a + l * W + w] = f.value[k * W + w] * sc.path_prod[kk * m + l]
+                sc.deepest[a + l * W + w] = 0.0
     for kk in range(n - 1, 0, -1):
         k = start + kk
         pl = f.parent[k] - start
@@ -120,23 +113,23 @@ cdef void tree_gradient_uniform(
 
 
 def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
-                       const double[::1] weights, int n_threads):
-    """sum_l weights[l] * grad F_x(points[l] * 1) for every row.
+                       const double[::1] weights, const int64_t[::1] trees,
+                       double[:, :, ::1] out, int n_threads):
+    """Add sum_l weights[l] * grad F_x(points[l] * 1) of the given trees to ``out``.
 
-    Returns shape (n_rows, n_outputs, n_features). With Gauss-Legendre nodes
-    and Beta-density weights this is the Beta Shapley value (Shapley for
-    (1, 1)); with one point q and weight 1 the weighted Banzhaf value.
+    ``out`` has shape (n_rows, n_outputs, n_features). With Gauss-Legendre
+    nodes and Beta-density weights this is the Beta Shapley value (Shapley
+    for (1, 1)); with one point q and weight 1 the weighted Banzhaf value.
     """
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t m = points.shape[0]
-    cdef double[:, :, ::1] out = np.zeros((n_rows, f.n_outputs, f.n_features))
     cdef Py_ssize_t i
     cdef int64_t t
     cdef Scratch sc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
-    if n_rows == 0:
-        return np.asarray(out)
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
     with nogil, parallel(num_threads=n_threads):
         # assigned inside the block, so each thread has its own scratch
         sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
@@ -145,10 +138,209 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
             if failed[0]:
                 continue
-            for t in range(f.n_trees):
-                tree_gradient_uniform(&f, t, &X[i, 0], &points[0], &weights[0], m,
+            for t in range(trees.shape[0]):
+                tree_gradient_uniform(&f, trees[t], &X[i, 0], &points[0], &weights[0], m,
                                       &sc, &out[i, 0, 0])
         scratch_free(&sc)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
-    return np.asarray(out)
+
+
+# Pattern tables (for many rows of shallow trees). In a leaf's term
+#     rho_v prod_{j in F_v} ((1 - t) R_jv + t X_jv)
+# only X depends on the row, and X_jv is 0 or 1: a leaf with d distinct path
+# features has 2^d possible terms. For each pattern A (bit b: X of the b-th
+# feature of the path, in order of first appearance from the root) the
+# table holds the leaf's (unit-value) semivalue contributions
+#     T[A, b] = (A_b - R_b) sum_l w_l prod_{c != b} ((1 - t_l) R_c + t_l A_c),
+# computed once per tree; each row then only finds its pattern at every leaf
+# (one bit operation per node) and adds d numbers per leaf. The values are
+# those of the quadrature kernel above, reorganised.
+
+def pattern_structure(ens):
+    """Row-independent path structure of every tree.
+
+    Returns ``node_slot`` (the bit of the edge's feature in its path's
+    pattern), per leaf (all trees, by tree): ``leaf_node`` (global index),
+    ``leaf_dim`` (d), ``leaf_feature_start``, and flat ``leaf_feature`` /
+    ``leaf_ratio`` (feature and R of each bit), ``tree_leaf_start``.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef int64_t[::1] distinct = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef double[::1] ratio_prod = np.ones(f.n_nodes)
+    cdef int64_t k, p, q, c
+    with nogil:
+        for k in range(f.n_nodes):
+            p = f.parent[k]
+            if p < 0:
+                continue
+            q = f.prev_same[k]
+            if q >= 0:
+                node_slot[k] = node_slot[q]
+                distinct[k] = distinct[p]
+                ratio_prod[k] = f.ratio[k] * ratio_prod[q]
+            else:
+                node_slot[k] = distinct[p]
+                distinct[k] = distinct[p] + 1
+                ratio_prod[k] = f.ratio[k]
+    leaf = np.asarray(ens.children_left) < 0
+    leaf_node = np.flatnonzero(leaf).astype(np.int64)
+    leaf_dim = np.asarray(distinct)[leaf_node]
+    leaf_feature_start = np.concatenate([[0], np.cumsum(leaf_dim)]).astype(np.int64)
+    n_entries = int(leaf_feature_start[len(leaf_feature_start) - 1])
+    cdef int64_t[::1] leaf_feature = np.zeros(n_entries, dtype=np.int64)
+    cdef double[::1] leaf_ratio = np.ones(n_entries)
+    cdef int64_t[::1] leaf_node_v = leaf_node
+    cdef int64_t[::1] start_v = leaf_feature_start
+    cdef int64_t v, slot
+    cdef uint8_t[::1] seen = np.zeros(max(1, int(leaf_dim.max(initial=0))), dtype=np.uint8)
+    with nogil:
+        for v in range(leaf_node_v.shape[0]):
+            for slot in range(start_v[v + 1] - start_v[v]):
+                seen[slot] = 0
+            c = leaf_node_v[v]
+            while f.parent[c] >= 0:  # upwards: the deepest edge of a feature comes first
+                slot = node_slot[c]
+                if not seen[slot]:
+                    seen[slot] = 1
+                    leaf_feature[start_v[v] + slot] = f.feature[f.parent[c]]
+                    leaf_ratio[start_v[v] + slot] = ratio_prod[c]
+                c = f.parent[c]
+    tree_leaf_start = np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(np.int64)
+    return {
+        "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
+        "leaf_feature_start": leaf_feature_start, "leaf_feature": np.asarray(leaf_feature),
+        "leaf_ratio": np.asarray(leaf_ratio), "tree_leaf_start": tree_leaf_start,
+    }
+
+
+def pattern_tables(structure, const int64_t[::1] leaves, const int64_t[::1] table_start,
+                   const double[::1] points, const double[::1] weights, int n_threads):
+    """T[A, b] for the given leaves (indices into the structure's leaf arrays).
+
+    ``table_start[i]`` is where leaf ``leaves[i]``'s 2^d x d block starts.
+    """
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef int64_t n_leaves = leaves.shape[0]
+    cdef double[::1] tables = np.empty(table_start[n_leaves] if n_leaves else 0)
+    cdef int64_t m = points.shape[0]
+    cdef Py_ssize_t i
+    cdef int64_t v, d, A, b, c, l
+    cdef double product, acc, fb, tl
+    cdef const double* r
+    cdef double* row
+    for i in prange(n_leaves, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        v = leaves[i]
+        d = dim[v]
+        r = &ratio[fstart[v]]
+        for A in range(1 << d):
+            row = &tables[table_start[i] + A * d]
+            for b in range(d):
+                row[b] = 0.0
+            for l in range(m):
+                tl = points[l]
+                product = 1.0
+                for c in range(d):
+                    product = product * ((1.0 - tl) * r[c] + tl * ((A >> c) & 1))
+                for b in range(d):
+                    fb = (1.0 - tl) * r[b] + tl * ((A >> b) & 1)
+                    if fb != 0.0:  # fb = 0 only where R = A = 0: no contribution
+                        row[b] = row[b] + weights[l] * product / fb
+            for b in range(d):
+                row[b] = row[b] * (((A >> b) & 1) - r[b])
+    return np.asarray(tables)
+
+
+def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                       const double[::1] tables, const int64_t[::1] table_start,
+                       double[:, :, ::1] out, int n_threads):
+    """Add the tabulated contributions of ``trees`` to ``out`` (n_rows, n_outputs, p).
+
+    ``table_start`` is indexed by the structure's leaf index (-1 where the
+    leaf's tree is not tabulated).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t block = 64
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t W = f.n_values
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, n, kk, k, p, b, v, d, o, w, e, lv, n_leaves
+    cdef uint64_t bit, A
+    cdef double value
+    cdef const double* table
+    cdef const double* row
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0]:
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                n = f.tree_start[t + 1] - start
+                if n == 1:
+                    continue
+                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
+                # 1. every row's pattern at every leaf
+                for i in range(i0, i1):
+                    left_taken[0] = goes_left(&f, start, &X[i, 0])
+                    pattern[0] = 0
+                    for kk in range(1, n):
+                        k = start + kk
+                        p = f.parent[k] - start
+                        b = node_slot[k]
+                        # X of the edge: x takes it, and (repeated feature) took the earlier ones
+                        bit = (left_taken[p] == (f.left[start + p] == k))
+                        if f.prev_same[k] >= 0:
+                            bit = bit & (pattern[p] >> b)
+                        pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
+                        left_taken[kk] = goes_left(&f, k, &X[i, 0])
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                # 2. leaf by leaf, so that a leaf's table stays in cache for the block
+                for lv in range(n_leaves):
+                    v = tree_leaf_start[t] + lv
+                    d = dim[v]
+                    e = fstart[v]
+                    table = &tables[table_start[v]]
+                    for i in range(i0, i1):
+                        row = table + leaf_pattern[(i - i0) * n_leaves + lv] * d
+                        if W == 1:
+                            value = f.value[leaf_node[v]]
+                            o = f.tree_output[t]
+                            for b in range(d):
+                                out[i, o, feature[e + b]] += value * row[b]
+                        else:
+                            for w in range(W):
+                                value = f.value[leaf_node[v] * W + w]
+                                for b in range(d):
+                                    out[i, w, feature[e + b]] += value * row[b]
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -215,6 +215,8 @@ class TreeEnsemble:
         if np.any(feature[~leaf] >= n_features) or np.any(feature[~leaf] < 0):
             raise ValueError(f"{model_type}: a split feature index is outside [0, {n_features}).")
         decision[leaf] = DECISION_LEQ
+        value = np.ascontiguousarray(np.concatenate(parts["value"]))
+        value[leaf == False] = 0.0  # noqa: E712  (the kernels sum value * weight over all nodes)
 
         # Category sets as uint32 bitsets, one run of words per categorical node.
         cat_start = np.zeros(len(feature), dtype=np.int64)
@@ -276,7 +278,7 @@ class TreeEnsemble:
             cover_ratio=cover_ratio,
             parent=parent,
             prev_same=prev_same,
-            value=np.ascontiguousarray(np.concatenate(parts["value"])),
+            value=value,
             tree_start=tree_start,
             tree_output=np.asarray(tree_output, dtype=np.int64),
             base_value=base_value,
