@@ -1,5 +1,6 @@
 """sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
 from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
+from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
 from .explain import (
     banzhaf_values,
     beta_shapley_values,
@@ -21,4 +22,7 @@ __all__ = [
     "beta_shapley_values",
     "expected_value",
     "predict_raw",
+    "r2_decomposition",
+    "R2Decomposition",
+    "ShapleyR2Importance",
 ]

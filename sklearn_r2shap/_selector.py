@@ -1,0 +1,129 @@
+"""The SelectFromModel-style behaviour shared by the three estimators.
+
+A subclass fits (or takes) a tree model, computes ``feature_importances_`` in
+``_fit_importances`` and inherits everything else: fitting a clone or using
+a prefit / :class:`~sklearn.frozen.FrozenEstimator` model, feature-name and
+width bookkeeping, the threshold and ``max_features`` rules of
+:class:`~sklearn.feature_selection.SelectFromModel`, and ``transform``,
+``get_support``, ``get_feature_names_out``, ``inverse_transform`` and
+``set_output`` from :class:`~sklearn.feature_selection.SelectorMixin`.
+"""
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
+
+__all__ = ["BaseTreeSelector"]
+
+
+def _unfrozen(estimator):
+    """(model, is_frozen): a FrozenEstimator's fitted model is used as is."""
+    try:
+        from sklearn.frozen import FrozenEstimator
+    except ImportError:  # scikit-learn < 1.6
+        return estimator, False
+    if isinstance(estimator, FrozenEstimator):
+        return estimator.estimator, True
+    return estimator, False
+
+
+def _threshold_value(threshold, scores):
+    """SelectFromModel's threshold rules: None -> "mean", "median", "k*mean", float."""
+    if threshold is None:
+        threshold = "mean"
+    if isinstance(threshold, str):
+        scale = 1.0
+        reference = threshold.strip()
+        if "*" in reference:
+            scale_text, reference = reference.split("*")
+            try:
+                scale = float(scale_text.strip())
+            except ValueError:
+                raise ValueError(f"Unknown threshold {threshold!r}: the factor is not a number.")
+            reference = reference.strip()
+        if reference == "mean":
+            return scale * float(np.mean(scores))
+        if reference == "median":
+            return scale * float(np.median(scores))
+        raise ValueError(
+            f"Unknown threshold {threshold!r}: expected 'mean', 'median', 'k*mean', "
+            "'k*median' or a number."
+        )
+    if isinstance(threshold, numbers.Real) and not isinstance(threshold, bool):
+        return float(threshold)
+    raise ValueError(f"threshold must be a string, a number or None, got {threshold!r}.")
+
+
+class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
+    """Base class: fit or take a tree model, score features, select them.
+
+    Subclasses define ``_default_estimator()`` and
+    ``_fit_importances(X, y, sample_weight)``, which sets
+    ``feature_importances_`` (and any other fitted attribute) from
+    ``self.estimator_``.
+    """
+
+    def _default_estimator(self):
+        raise NotImplementedError
+
+    def _fit_importances(self, X, y, sample_weight):
+        raise NotImplementedError
+
+    def _check_params(self):
+        if not isinstance(self.prefit, (bool, np.bool_)):
+            raise ValueError(f"prefit must be True or False, got {self.prefit!r}.")
+        if self.verbose is not None and not isinstance(self.verbose, numbers.Integral):
+            raise ValueError(f"verbose must be an integer, got {self.verbose!r}.")
+
+    def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
+        """Set ``estimator_``: the given fitted model, or a fitted clone."""
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        model, frozen = _unfrozen(estimator)
+        if self.prefit or frozen:
+            check_is_fitted(model)
+            return model
+        estimator = clone(estimator)
+        if sample_weight is not None:
+            fit_params = dict(fit_params, sample_weight=sample_weight)
+        if y is None:
+            return estimator.fit(X, **fit_params)
+        return estimator.fit(X, y, **fit_params)
+
+    def _record_input(self, X):
+        """n_features_in_ and feature_names_in_ as scikit-learn sets them."""
+        _check_feature_names(self, X, reset=True)
+        _check_n_features(self, X, reset=True)
+
+    def _validate_max_features(self, X):
+        if self.max_features is None:
+            return None
+        n_features = self.n_features_in_
+        max_features = self.max_features(X) if callable(self.max_features) else self.max_features
+        if (not isinstance(max_features, numbers.Integral) or isinstance(max_features, bool)
+                or not 0 <= max_features <= n_features):
+            raise ValueError(
+                f"max_features must be an integer in [0, {n_features}] or a callable "
+                f"returning one, got {max_features!r}."
+            )
+        return int(max_features)
+
+    def _set_threshold(self, X):
+        self.max_features_ = self._validate_max_features(X)
+        self.threshold_ = _threshold_value(self.threshold, self.feature_importances_)
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "feature_importances_")
+        scores = np.asarray(self.feature_importances_)
+        mask = scores >= self.threshold_
+        if self.max_features_ is not None:
+            top = np.zeros_like(mask)
+            top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True
+            mask &= top
+        return mask
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags

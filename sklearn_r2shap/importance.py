@@ -1,0 +1,434 @@
+"""Shapley decomposition of a tree model's R^2 (Q-SHAP; DESIGN.md section 3).
+
+:func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
+on data (X, y): the Shapley value, over features, of the explained sum of
+squares. :class:`ShapleyR2Importance` wraps it as a scikit-learn feature
+selector.
+"""
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._kernels import _predict, _qshap
+from ._model import UnsupportedModelError, to_ensemble
+from ._selector import BaseTreeSelector
+from ._validation import check_rows, resolve_n_jobs
+from .explain import _gauss_legendre
+
+__all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
+
+_CHUNK_ROWS = 4096
+
+
+@dataclass
+class R2Decomposition:
+    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
+
+    Attributes
+    ----------
+    importances : ndarray of shape (n_features,)
+        R2_j; ``importances.sum() + r2_unattributed == r2``.
+    std_errors : ndarray of shape (n_features,)
+        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.).
+    r2 : float
+        The model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
+    r2_unattributed : float
+        The part no feature receives (~0 in sample; constant terms otherwise).
+    feature_names : ndarray of str
+    mode : {"sequential", "symmetric"}
+        Boosted ensembles and single trees: per-tree sequential
+        decomposition; averaging ensembles (forests): the symmetric one.
+    n_rows : int
+    local : ndarray of shape (n_rows, n_features) or None
+        Per-row terms L_ij (their column sums are ``importances``).
+    """
+
+    importances: np.ndarray
+    std_errors: np.ndarray
+    r2: float
+    r2_unattributed: float
+    feature_names: np.ndarray
+    mode: str
+    n_rows: int
+    local: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def to_frame(self, sort=True):
+        """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
+
+        ``share`` is each R2_j over the model's R^2. Rows are features,
+        sorted by decreasing R2_j unless ``sort=False``.
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {
+                "r2": self.importances,
+                "std_error": self.std_errors,
+                "share": self.importances / self.r2 if self.r2 != 0 else np.nan,
+            },
+            index=pd.Index(self.feature_names, name="feature"),
+        )
+        return frame.sort_values("r2", ascending=False) if sort else frame
+
+    def plot(self, ax=None, max_features=20):
+        """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
+        from .plotting import plot_bars
+
+        return plot_bars(
+            self.importances, self.std_errors, self.feature_names, ax=ax,
+            max_features=max_features, xlabel="feature R$^2$",
+            title=f"R$^2$ = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})",
+        )
+
+    def __str__(self):
+        order = np.argsort(-self.importances, kind="mergesort")
+        width = max(8, max(len(str(n)) for n in self.feature_names))
+        lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
+        for j in order:
+            share = self.importances[j] / self.r2 if self.r2 else np.nan
+            lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
+                         f"{self.std_errors[j]:>9.4f} {share:>7.1%}")
+        lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
+        lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
+        lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
+        return "\n".join(lines)
+
+
+def _check_target(y, n_rows, sample_weight):
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional for an R^2 decomposition, got shape {y.shape}.")
+    if len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    if sample_weight is None:
+        weight = np.ones(n_rows)
+    else:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != (n_rows,):
+            raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
+        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+            raise ValueError("sample_weight must be finite and non-negative.")
+    if n_rows < 2:
+        raise ValueError(f"An R^2 decomposition needs at least 2 samples; got {n_rows} sample.")
+    mean = np.average(y, weights=weight) if weight.sum() > 0 else np.nan
+    total = float(np.sum(weight * (y - mean) ** 2))
+    if not total > 0:
+        raise ValueError("y is constant (with the given weights): R^2 is not defined.")
+    return y, weight, total
+
+
+def _check_regression_ensemble(ensemble):
+    if ensemble.objective != "squared_error" or ensemble.n_outputs != 1 or ensemble.n_values != 1:
+        what = (f"objective {ensemble.objective!r}" if ensemble.objective != "squared_error"
+                else f"{ensemble.n_outputs} outputs")
+        raise UnsupportedModelError(
+            f"The Q-SHAP R^2 decomposition needs a single-output regressor fitted with the "
+            f"squared error; {ensemble.model_type} has {what}."
+        )
+    if ensemble.has_linear_leaves:
+        raise UnsupportedModelError(
+            f"{ensemble.model_type} has linear leaves; the R^2 decomposition supports "
+            "constant leaves only."
+        )
+
+
+def _progress(iterable, total, verbose, desc):
+    if not verbose:
+        return iterable
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        def report(items):
+            for k, item in enumerate(items):
+                print(f"{desc}: chunk {k + 1}/{total}", flush=True)
+                yield item
+        return report(iterable)
+    return tqdm(iterable, total=total, desc=desc)
+
+
+def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
+                     verbose=0):
+    """Exact Shapley decomposition of a tree model's R^2 on (X, y) (Q-SHAP).
+
+    For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
+    with v_S the path-dependent value function and Q0 = sum_i (y_i - ybar)^2;
+    boosted ensembles are decomposed tree by tree against the residuals of
+    the trees before (starting from the model's own initial prediction, with
+    exactly the trees the model predicts with); averaging ensembles (random
+    forests) use the order-free symmetric decomposition. See DESIGN.md
+    section 3 and the documentation page "R^2 decomposition".
+
+    Parameters
+    ----------
+    model : fitted tree regressor
+        Squared-error scikit-learn tree / forest / (Hist)GradientBoosting,
+        XGBoost, LightGBM or CatBoost regressor.
+    X : array-like or DataFrame of shape (n_rows, n_features)
+    y : array-like of shape (n_rows,)
+    sample_weight : array-like of shape (n_rows,), optional
+        Weighted sums and weighted mean of y.
+    return_local : bool, default=False
+        Keep the (n_rows, n_features) per-row terms in ``.local``.
+    n_jobs : int, default=None
+        Threads (None: all cores).
+    verbose : int, default=0
+        Show progress over chunks of rows (tqdm if installed).
+
+    Returns
+    -------
+    R2Decomposition
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn.metrics import r2_score
+    >>> from sklearn_r2shap import r2_decomposition
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> result = r2_decomposition(model, X, y)
+    >>> bool(np.isclose(result.importances.sum(), r2_score(y, model.predict(X))))
+    True
+    >>> abs(result.r2_unattributed) < 1e-10
+    True
+    """
+    ensemble = to_ensemble(model)
+    _check_regression_ensemble(ensemble)
+    names = ensemble.feature_names
+    if names is None and hasattr(X, "columns"):
+        names = np.asarray(X.columns, dtype=object)
+    X = check_rows(ensemble, X)
+    y, weight, total = _check_target(y, X.shape[0], sample_weight)
+    n_threads = resolve_n_jobs(n_jobs)
+    tree_mean = np.ascontiguousarray(_predict.node_means(ensemble)[ensemble.tree_start[:-1], 0])
+    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
+    nodes, weights = _gauss_legendre(max(1, ensemble.n_path_features))
+    points, weights = (nodes + 1.0) / 2.0, weights / 2.0
+    symmetric = bool(ensemble.averaging)
+
+    n_rows, n_features = X.shape
+    starts = range(0, n_rows, _CHUNK_ROWS)
+    sums = np.zeros(n_features)
+    # Chan et al.'s pairwise update of means and squared deviations per chunk
+    mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
+    local = np.empty((n_rows, n_features)) if return_local else None
+    for start in _progress(starts, len(starts), verbose, "R^2 decomposition"):
+        stop = min(start + _CHUNK_ROWS, n_rows)
+        terms = _qshap.r2_terms(ensemble, X[start:stop], y[start:stop], weight[start:stop],
+                                symmetric, tree_mean, points, weights, n_threads)
+        chunk = -terms / total
+        sums += chunk.sum(axis=0)
+        chunk_mean = chunk.mean(axis=0)
+        chunk_m2 = ((chunk - chunk_mean) ** 2).sum(axis=0)
+        n_chunk = stop - start
+        delta = chunk_mean - mean
+        new_count = count + n_chunk
+        mean = mean + delta * n_chunk / new_count
+        m2 = m2 + chunk_m2 + delta ** 2 * count * n_chunk / new_count
+        count = new_count
+        if local is not None:
+            local[start:stop] = chunk
+    std_errors = np.sqrt(n_rows * m2 / (n_rows - 1))
+
+    prediction = _predict.predict_raw(ensemble, X, n_threads)[:, 0]
+    r2 = 1.0 - float(np.sum(weight * (y - prediction) ** 2)) / total
+    if names is None:
+        names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
+    return R2Decomposition(
+        importances=sums, std_errors=std_errors, r2=r2,
+        r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+        mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
+    )
+
+
+class ShapleyR2Importance(BaseTreeSelector):
+    """Feature selection by each feature's exact Shapley share of the model's R^2.
+
+    Fits a tree regressor (or takes a fitted one) and decomposes its R^2 on
+    the data exactly into per-feature parts R2_j (Q-SHAP,
+    :func:`r2_decomposition`), which add up, with the unattributed part, to
+    the model's R^2. Acts as a :class:`~sklearn.feature_selection.SelectFromModel`-style
+    selector on the signed R2_j: a feature with a negative share hurts the
+    fit and is never "important" by default.
+
+    Parameters
+    ----------
+    estimator : tree regressor, default=None
+        A squared-error tree model of scikit-learn, XGBoost, LightGBM or
+        CatBoost. None uses ``HistGradientBoostingRegressor(random_state=0)``.
+        A :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
+    prefit : bool, default=False
+        Use ``estimator`` as already fitted: ``fit`` only decomposes R^2 on
+        the (X, y) it is given, e.g. held-out data.
+    threshold : str or float, default=None
+        Features with ``R2_j >= threshold`` are selected: a number, "mean",
+        "median" or e.g. "1.5*mean"; None means "mean".
+    max_features : int or callable, default=None
+        At most this many features (the largest R2_j), also subject to the
+        threshold (use ``threshold=-np.inf`` to select on this only).
+    cv : int, cross-validation generator or iterable, default=None
+        Cross-fitted importances: a clone is fitted on each training fold
+        and R^2 decomposed on its held-out fold; the fold values are
+        averaged (``cv_importances_`` keeps them) and the estimator is then
+        refitted on all the data for ``transform``.
+    n_jobs : int, default=None
+        Threads of the decomposition kernel (None: all cores).
+    verbose : int, default=0
+        Show progress over chunks of rows.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted tree model.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
+    importances_std_ : ndarray of shape (n_features_in_,)
+        Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
+        standard deviation of the fold values over sqrt(n_folds).
+    r2_ : float
+        The model's R^2 on the data (mean over folds with ``cv``).
+    r2_unattributed_ : float
+        ``r2_ - feature_importances_.sum()``.
+    decomposition_ : R2Decomposition
+        The full result (without ``cv``).
+    cv_importances_ : ndarray of shape (n_folds, n_features_in_)
+        Per-fold R2_j (only with ``cv``).
+    threshold_ : float
+        The threshold applied.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when X has feature names that are all strings.
+
+    See Also
+    --------
+    r2_decomposition : the functional form.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> from sklearn_r2shap import ShapleyR2Importance
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> selector = ShapleyR2Importance(
+    ...     GradientBoostingRegressor(max_depth=2, random_state=0), max_features=3,
+    ...     threshold=-np.inf).fit(X, y)
+    >>> selector.get_feature_names_out().tolist()
+    ['bmi', 'bp', 's5']
+    >>> bool(np.isclose(selector.feature_importances_.sum() + selector.r2_unattributed_,
+    ...                 selector.r2_))
+    True
+    """
+
+    def __init__(self, estimator=None, *, prefit=False, threshold=None, max_features=None,
+                 cv=None, n_jobs=None, verbose=0):
+        self.estimator = estimator
+        self.prefit = prefit
+        self.threshold = threshold
+        self.max_features = max_features
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _default_estimator(self):
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        return HistGradientBoostingRegressor(random_state=0)
+
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the model (unless prefit) and decompose its R^2 on (X, y).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Passed to the model's ``fit`` and used in the decomposition.
+        **fit_params : dict
+            Passed to the model's ``fit``.
+
+        Returns
+        -------
+        self : ShapleyR2Importance
+        """
+        from sklearn.utils import check_array
+
+        self._check_params()
+        check_array(X, ensure_all_finite="allow-nan", dtype=None, ensure_min_samples=2)
+        self._record_input(X)
+        if self.cv is None:
+            self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+            result = self._decompose(self.estimator_, X, y, sample_weight)
+            self.decomposition_ = result
+            self.feature_importances_ = result.importances
+            self.importances_std_ = result.std_errors
+            self.r2_ = result.r2
+        else:
+            self._fit_cross_validated(X, y, sample_weight, fit_params)
+        self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        self._set_threshold(X)
+        return self
+
+    def _fit_cross_validated(self, X, y, sample_weight, fit_params):
+        from sklearn.model_selection import check_cv
+        from sklearn.utils import _safe_indexing
+
+        if self.prefit:
+            raise ValueError("cv refits the estimator on each fold; it cannot be used "
+                             "with prefit=True.")
+        cv = check_cv(self.cv, y, classifier=False)
+        importances, r2 = [], []
+        for train, test in cv.split(X, y):
+            weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
+            weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
+            model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
+                                        weight_train, **fit_params)
+            result = self._decompose(model, _safe_indexing(X, test), _safe_indexing(y, test),
+                                     weight_test)
+            importances.append(result.importances)
+            r2.append(result.r2)
+        self.cv_importances_ = np.asarray(importances)
+        self.feature_importances_ = self.cv_importances_.mean(axis=0)
+        n_folds = len(importances)
+        self.importances_std_ = (self.cv_importances_.std(axis=0, ddof=1) / np.sqrt(n_folds)
+                                 if n_folds > 1 else np.zeros_like(self.feature_importances_))
+        self.r2_ = float(np.mean(r2))
+        self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+
+    def _decompose(self, model, X, y, sample_weight, return_local=False):
+        result = r2_decomposition(model, X, y, sample_weight=sample_weight,
+                                  return_local=return_local, n_jobs=self.n_jobs,
+                                  verbose=self.verbose)
+        if hasattr(self, "feature_names_in_"):
+            result.feature_names = np.asarray(self.feature_names_in_, dtype=object)
+        return result
+
+    def decompose(self, X, y, sample_weight=None):
+        """Decompose the fitted model's R^2 on other data (e.g. held out).
+
+        Returns
+        -------
+        R2Decomposition
+        """
+        check_is_fitted(self, "estimator_")
+        return self._decompose(self.estimator_, X, y, sample_weight)
+
+    def local_r2(self, X, y, sample_weight=None):
+        """Per-row contributions L_ij of shape (n_samples, n_features).
+
+        Their column sums are the R2_j of the fitted model on (X, y).
+        """
+        check_is_fitted(self, "estimator_")
+        return self._decompose(self.estimator_, X, y, sample_weight, return_local=True).local
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

@@ -1,0 +1,35 @@
+"""Plots (matplotlib is optional: imported only when a plot is asked for)."""
+import numpy as np
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError(
+            "Plotting needs matplotlib: pip install 'sklearn-r2shap[plot]'."
+        ) from None
+    return plt
+
+
+def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", title=""):
+    """Horizontal bars of ``values`` (largest on top) with ``errors`` as error bars.
+
+    Returns the matplotlib Axes.
+    """
+    plt = _pyplot()
+    values = np.asarray(values, dtype=float)
+    order = np.argsort(-values, kind="mergesort")[:max_features][::-1]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.35 * len(order) + 1.2))
+    positions = np.arange(len(order))
+    xerr = None if errors is None else np.asarray(errors, dtype=float)[order]
+    colors = ["tab:blue" if v >= 0 else "tab:red" for v in values[order]]
+    ax.barh(positions, values[order], xerr=xerr, color=colors, capsize=3)
+    ax.set_yticks(positions)
+    ax.set_yticklabels([str(names[j]) for j in order])
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title)
+    return ax
