@@ -72,7 +72,7 @@ class R2Decomposition:
             },
             index=pd.Index(self.feature_names, name="feature"),
         )
-        return frame.sort_values("r2", ascending=False) if sort else frame
+        return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
 
     def plot(self, ax=None, max_features=20):
         """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
@@ -361,6 +361,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         from sklearn.utils import check_array
 
         self._check_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
         check_array(X, ensure_all_finite="allow-nan", dtype=None, ensure_min_samples=2)
         self._record_input(X)
         if self.cv is None:

@@ -1,0 +1,196 @@
+"""scikit-learn compatibility of the selector estimators."""
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.datasets import load_diabetes, make_regression
+from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.feature_selection import SelectFromModel
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.tree import DecisionTreeRegressor
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_r2shap import ShapleyR2Importance, UnsupportedModelError, r2_decomposition
+
+def expected_failures(estimator):
+    """Checks the default model itself fails: we cannot do better than it."""
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "HistGradientBoostingRegressor (the default model) is not sample-weight "
+            "equivalent: scikit-learn lists the same expected failure for it, and its "
+            "node counts, the covers of the decomposition, ignore weights."
+        ),
+    }
+
+
+@parametrize_with_checks([ShapleyR2Importance()], expected_failed_checks=expected_failures)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    return load_diabetes(return_X_y=True, as_frame=True)
+
+
+def test_fit_sets_the_decomposition(diabetes):
+    X, y = diabetes
+    selector = ShapleyR2Importance(GradientBoostingRegressor(max_depth=2, random_state=0)).fit(X, y)
+    result = r2_decomposition(selector.estimator_, X, y)
+    np.testing.assert_array_equal(selector.feature_importances_, result.importances)
+    np.testing.assert_array_equal(selector.importances_std_, result.std_errors)
+    assert selector.r2_ == pytest.approx(1 - np.sum((y - selector.estimator_.predict(X)) ** 2)
+                                         / np.sum((y - y.mean()) ** 2))
+    assert selector.r2_unattributed_ == pytest.approx(
+        selector.r2_ - selector.feature_importances_.sum())
+    assert list(selector.feature_names_in_) == list(X.columns)
+    assert selector.threshold_ == pytest.approx(selector.feature_importances_.mean())
+    support = selector.get_support()
+    np.testing.assert_array_equal(support, selector.feature_importances_ >= selector.threshold_)
+    assert list(selector.get_feature_names_out()) == list(X.columns[support])
+
+
+@pytest.mark.parametrize("threshold, reference", [
+    ("median", np.median), ("1.5*mean", lambda v: 1.5 * np.mean(v)), (0.01, lambda v: 0.01),
+])
+def test_thresholds_like_select_from_model(diabetes, threshold, reference):
+    X, y = diabetes
+    selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=4, random_state=0),
+                                   threshold=threshold).fit(X, y)
+    assert selector.threshold_ == pytest.approx(reference(selector.feature_importances_))
+    np.testing.assert_array_equal(selector.get_support(),
+                                  selector.feature_importances_ >= selector.threshold_)
+
+
+def test_max_features_and_callable(diabetes):
+    X, y = diabetes
+    model = DecisionTreeRegressor(max_depth=4, random_state=0)
+    top = ShapleyR2Importance(model, threshold=-np.inf, max_features=3).fit(X, y)
+    order = np.argsort(-top.feature_importances_, kind="mergesort")[:3]
+    assert set(np.flatnonzero(top.get_support())) == set(order)
+    by_callable = ShapleyR2Importance(model, threshold=-np.inf,
+                                      max_features=lambda X: X.shape[1] // 5).fit(X, y)
+    assert by_callable.get_support().sum() == 2
+    with pytest.raises(ValueError, match="max_features"):
+        ShapleyR2Importance(model, max_features=11).fit(X, y)
+
+
+def test_negative_share_is_not_selected():
+    # A pure-noise feature that the tree splits on gets a negative share out
+    # of sample; threshold 0 drops it.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=400)
+    model = DecisionTreeRegressor(max_depth=6, random_state=0).fit(X[:200], y[:200])
+    selector = ShapleyR2Importance(model, prefit=True, threshold=0.0).fit(X[200:], y[200:])
+    assert np.any(selector.feature_importances_ < 0)
+    np.testing.assert_array_equal(selector.get_support(), selector.feature_importances_ >= 0)
+
+
+def test_prefit_and_frozen_use_the_model_as_is(diabetes):
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = diabetes
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X[:300], y[:300])
+    held_out = r2_decomposition(model, X[300:], y[300:])
+    for selector in (ShapleyR2Importance(model, prefit=True),
+                     ShapleyR2Importance(FrozenEstimator(model))):
+        selector.fit(X[300:], y[300:])
+        assert selector.estimator_ is model
+        np.testing.assert_allclose(selector.feature_importances_, held_out.importances)
+    with pytest.raises(Exception, match="not fitted"):
+        ShapleyR2Importance(DecisionTreeRegressor(), prefit=True).fit(X, y)
+
+
+def test_cross_fitted_importances(diabetes):
+    X, y = diabetes
+    model = DecisionTreeRegressor(max_depth=3, random_state=0)
+    cv = KFold(3, shuffle=True, random_state=0)
+    selector = ShapleyR2Importance(model, cv=cv).fit(X, y)
+    folds = []
+    for train, test in cv.split(X, y):
+        fitted = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X.iloc[train], y.iloc[train])
+        folds.append(r2_decomposition(fitted, X.iloc[test], y.iloc[test]).importances)
+    np.testing.assert_allclose(selector.cv_importances_, folds)
+    np.testing.assert_allclose(selector.feature_importances_, np.mean(folds, axis=0))
+    np.testing.assert_allclose(selector.importances_std_,
+                               np.std(folds, axis=0, ddof=1) / np.sqrt(3))
+    # refitted on all the data for transform
+    np.testing.assert_allclose(selector.estimator_.predict(X),
+                               DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y).predict(X))
+    with pytest.raises(ValueError, match="prefit"):
+        ShapleyR2Importance(selector.estimator_, prefit=True, cv=3).fit(X, y)
+
+
+def test_pipeline_grid_search_and_pandas_output(diabetes):
+    X, y = diabetes
+    pipe = make_pipeline(
+        ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)),
+        LinearRegression(),
+    )
+    search = GridSearchCV(pipe, {
+        "shapleyr2importance__threshold": ["mean", "median", -np.inf],
+        "shapleyr2importance__estimator__max_depth": [2, 4],
+    }, cv=3).fit(X, y)
+    assert set(search.best_params_) == {"shapleyr2importance__threshold",
+                                        "shapleyr2importance__estimator__max_depth"}
+    selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0))
+    out = selector.set_output(transform="pandas").fit(X, y).transform(X)
+    assert list(out.columns) == list(selector.get_feature_names_out())
+    np.testing.assert_array_equal(out.to_numpy(), X.loc[:, selector.get_support()].to_numpy())
+    restored = selector.inverse_transform(out.to_numpy())
+    assert restored.shape == X.shape
+
+
+def test_same_selection_as_select_from_model_on_the_same_scores(diabetes):
+    X, y = diabetes
+    selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=4, random_state=0),
+                                   threshold="median").fit(X, y)
+
+    scores = selector.feature_importances_
+
+    class Scored(BaseEstimator):  # a "model" whose importances are our scores
+        def fit(self, X, y=None):
+            self.feature_importances_ = scores
+            return self
+
+    reference = SelectFromModel(Scored(), threshold="median").fit(X, y)
+    np.testing.assert_array_equal(selector.get_support(), reference.get_support())
+
+
+def test_local_r2_and_decompose(diabetes):
+    X, y = diabetes
+    selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
+    local = selector.local_r2(X, y)
+    assert local.shape == X.shape
+    np.testing.assert_allclose(local.sum(axis=0), selector.feature_importances_, atol=1e-12)
+    result = selector.decompose(X, y)
+    frame = result.to_frame()
+    assert list(frame.index) == list(np.asarray(X.columns)[np.argsort(-result.importances,
+                                                                       kind="mergesort")])
+    assert "unattributed" in str(result)
+
+
+def test_classifier_and_other_losses_are_refused():
+    X, y = make_regression(n_samples=60, n_features=3, random_state=0)
+    with pytest.raises(UnsupportedModelError, match="absolute_error"):
+        ShapleyR2Importance(GradientBoostingRegressor(loss="absolute_error", n_estimators=5)).fit(X, y)
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    with pytest.raises(UnsupportedModelError, match="log_loss"):
+        ShapleyR2Importance(GradientBoostingClassifier(n_estimators=5)).fit(X, y > 0)
+
+
+def test_plot_draws_bars(diabetes):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    X, y = diabetes
+    result = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(
+        X, y).decomposition_
+    ax = result.plot()
+    assert len(ax.patches) == X.shape[1]
+    widths = sorted(p.get_width() for p in ax.patches)
+    np.testing.assert_allclose(widths, np.sort(result.importances))
