@@ -86,7 +86,7 @@ class R2Decomposition:
 
     def __str__(self):
         order = np.argsort(-self.importances, kind="mergesort")
-        width = max(8, max(len(str(n)) for n in self.feature_names))
+        width = max(12, max(len(str(n)) for n in self.feature_names))
         lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
         for j in order:
             share = self.importances[j] / self.r2 if self.r2 else np.nan
