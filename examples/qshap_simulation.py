@@ -41,7 +41,96 @@ deviation over the repetitions, "nuisance" the sum of the 97 nuisance
 features' R2_j, "sum R2_j" the sum over all 100 features, "model R2" the
 model's R^2 on the training data and "unattributed" model R2 - sum R2_j::
 
-RESULTS_PLACEHOLDER
+    Theoretical R^2 (exact Shapley values of Var(E[Y|X_S])/Var(Y)) reproduce the paper's Table 6.
+    n = 1000, p = 100, 10 data set(s) per setting; XGBoost, R^2 decomposed on the training data.
+
+    Model a: Y = 4 X1 - 5 X2 + 6 X3 + eps   (max_depth = 1)
+    sigma    lr trees                  theory  estimate      sd     bias
+      0.5  0.05   500  X1              0.2094    0.2113  0.0073  +0.0020
+                       X2              0.2863    0.2829  0.0084  -0.0034
+                       X3              0.4907    0.4921  0.0121  +0.0014
+                       nuisance (97)   0.0000    0.0006  0.0001  +0.0006
+                       sum R2_j        0.9864    0.9870  0.0007  +0.0006
+                       model R2        0.9864    0.9870  0.0007  +0.0006
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.0  0.05   300  X1              0.2012    0.2039  0.0108  +0.0028
+                       X2              0.2750    0.2728  0.0102  -0.0023
+                       X3              0.4715    0.4698  0.0119  -0.0017
+                       nuisance (97)   0.0000    0.0011  0.0003  +0.0011
+                       sum R2_j        0.9476    0.9476  0.0020  -0.0001
+                       model R2        0.9476    0.9476  0.0020  -0.0001
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.5  0.10   100  X1              0.1888    0.1850  0.0093  -0.0038
+                       X2              0.2581    0.2586  0.0135  +0.0005
+                       X3              0.4425    0.4462  0.0112  +0.0037
+                       nuisance (97)   0.0000    0.0008  0.0003  +0.0008
+                       sum R2_j        0.8894    0.8906  0.0039  +0.0012
+                       model R2        0.8894    0.8906  0.0039  +0.0012
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+    largest |unattributed| over the data sets of model a: 2.2e-11
+
+    Model b: Y = 4 X1 - 5 X2 + 6 X3 + 3 X1 X2 - X1 X3 + eps   (max_depth = 2)
+    sigma    lr trees                  theory  estimate      sd     bias
+      0.5  0.01   700  X1              0.4390    0.4396  0.0105  +0.0007
+                       X2              0.1341    0.1385  0.0062  +0.0044
+                       X3              0.4129    0.4078  0.0090  -0.0051
+                       nuisance (97)   0.0000    0.0004  0.0001  +0.0004
+                       sum R2_j        0.9859    0.9863  0.0006  +0.0004
+                       model R2        0.9859    0.9863  0.0006  +0.0004
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.0  0.01   800  X1              0.4212    0.4181  0.0138  -0.0031
+                       X2              0.1286    0.1321  0.0062  +0.0034
+                       X3              0.3961    0.3954  0.0121  -0.0007
+                       nuisance (97)   0.0000    0.0037  0.0004  +0.0037
+                       sum R2_j        0.9459    0.9493  0.0032  +0.0034
+                       model R2        0.9459    0.9493  0.0032  +0.0034
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.5  0.01   500  X1              0.3945    0.3878  0.0097  -0.0067
+                       X2              0.1205    0.1210  0.0109  +0.0005
+                       X3              0.3710    0.3727  0.0120  +0.0017
+                       nuisance (97)   0.0000    0.0026  0.0008  +0.0026
+                       sum R2_j        0.8860    0.8841  0.0076  -0.0019
+                       model R2        0.8860    0.8841  0.0076  -0.0019
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+    largest |unattributed| over the data sets of model b: 1.5e-09
+
+    Model c: Y = 4 X1 - 5 X2 + 6 X3 + 3 X1 X2 - X1 X2 X3 + eps   (max_depth = 3)
+    sigma    lr trees                  theory  estimate      sd     bias
+      0.5  0.05   100  X1              0.4288    0.4390  0.0179  +0.0102
+                       X2              0.1450    0.1402  0.0085  -0.0048
+                       X3              0.4130    0.4082  0.0112  -0.0048
+                       nuisance (97)   0.0000    0.0008  0.0001  +0.0008
+                       sum R2_j        0.9868    0.9882  0.0004  +0.0014
+                       model R2        0.9868    0.9882  0.0004  +0.0014
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.0  0.10    50  X1              0.4124    0.4114  0.0132  -0.0010
+                       X2              0.1395    0.1419  0.0078  +0.0024
+                       X3              0.3972    0.3978  0.0114  +0.0006
+                       nuisance (97)   0.0000    0.0048  0.0005  +0.0048
+                       sum R2_j        0.9492    0.9559  0.0021  +0.0067
+                       model R2        0.9492    0.9559  0.0021  +0.0067
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+      1.5  0.01   400  X1              0.3878    0.3924  0.0175  +0.0046
+                       X2              0.1312    0.1302  0.0088  -0.0009
+                       X3              0.3735    0.3739  0.0178  +0.0004
+                       nuisance (97)   0.0000    0.0068  0.0007  +0.0068
+                       sum R2_j        0.8924    0.9033  0.0036  +0.0109
+                       model R2        0.8924    0.9033  0.0036  +0.0109
+                       unattributed    0.0000    0.0000  0.0000  +0.0000
+    largest |unattributed| over the data sets of model c: 3.3e-09
+
+    total time 97.6 s   (wall time 98 s; the 2 cores were shared with other jobs,
+                         load average ~5)
+
+Every bias of a signal feature is within 2.3 standard errors (sd / sqrt(10))
+of 0 (27 comparisons). The sum of R2_j is the model's in-sample R^2 (the
+unattributed part is below 1e-8: XGBoost stores float32 leaves); it
+differs from the theoretical total mostly by the R^2 the nuisance features
+receive for fitted noise, which grows with sigma and the depth. For
+comparison, the paper's Table 1 (n = 1000, p = 100, sigma = 1.5, 1,000 data
+sets, a tuned model per data set) reports Q-SHAP biases of X1, X2, X3 and
+the sum of +0.006, +0.008, +0.015, +0.031 (model a), +0.008, +0.002,
++0.009, +0.024 (model b) and +0.005, +0.002, +0.005, +0.021 (model c).
 """
 import argparse
 import itertools

@@ -33,7 +33,8 @@ class R2Decomposition:
     importances : ndarray of shape (n_features,)
         R2_j; ``importances.sum() + r2_unattributed == r2``.
     std_errors : ndarray of shape (n_features,)
-        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.).
+        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
+        of zero weight are left out, as if dropped).
     r2 : float
         The model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
     r2_unattributed : float
@@ -226,17 +227,21 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
                                 symmetric, tree_mean, points, weights, n_threads)
         chunk = -terms / total
         sums += chunk.sum(axis=0)
+        if local is not None:
+            local[start:stop] = chunk
+        # rows of zero weight are absent from the data, also for the standard error
+        chunk = chunk[weight[start:stop] > 0]
+        n_chunk = len(chunk)
+        if n_chunk == 0:
+            continue
         chunk_mean = chunk.mean(axis=0)
         chunk_m2 = ((chunk - chunk_mean) ** 2).sum(axis=0)
-        n_chunk = stop - start
         delta = chunk_mean - mean
         new_count = count + n_chunk
         mean = mean + delta * n_chunk / new_count
         m2 = m2 + chunk_m2 + delta ** 2 * count * n_chunk / new_count
         count = new_count
-        if local is not None:
-            local[start:stop] = chunk
-    std_errors = np.sqrt(n_rows * m2 / (n_rows - 1))
+    std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
 
     prediction = _predict.predict_raw(ensemble, X, n_threads)[:, 0]
     r2 = 1.0 - float(np.sum(weight * (y - prediction) ** 2)) / total

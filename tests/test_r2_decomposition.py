@@ -380,6 +380,7 @@ def test_zero_weights_equal_dropping_rows(name):
     np.testing.assert_allclose(zeroed.importances, kept.importances, rtol=0, atol=1e-13)
     assert abs(zeroed.r2 - kept.r2) < 1e-13
     assert abs(zeroed.r2_unattributed - kept.r2_unattributed) < 1e-13
+    np.testing.assert_allclose(zeroed.std_errors, kept.std_errors, rtol=1e-12)
     assert np.all(zeroed.local[drop] == 0)
     # and both agree with the reference on the kept rows
     local = reference_decomposition(to_ensemble(model), X[~drop], y[~drop], w[~drop])
