@@ -18,6 +18,7 @@ import numpy as np
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.math cimport sqrt
 
 from ._forest cimport Forest, forest_from, goes_left, path_factors
 
@@ -344,3 +345,234 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
         free(leaf_pattern)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+# TreeGrad at any point z in [0, 1]^p (treegrad-ranker Algorithm 9), with the
+# corner case of zero factors: at z_j = 1 a feature x does not follow gives
+# the factor X = 0 (and at z_j = 0 a zero-cover edge R = 0). A path's product
+# is kept as (product of the non-zero factors, number of zero factors); a
+# leaf with one zero factor still has a non-zero derivative along that one
+# feature, so the up-pass sums leaf terms with no zero factor (H0) and with
+# exactly one (H1) separately.
+
+cdef struct GradScratch:
+    double* ratio_prod
+    double* follow_prod
+    uint8_t* left_taken
+    double* factor
+    double* nonzero_prod
+    int64_t* zeros
+    double* total0
+    double* total1
+    double* deepest0
+    double* deepest1
+
+
+cdef GradScratch grad_alloc(int64_t n_nodes) noexcept nogil:
+    cdef GradScratch g
+    g.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
+    g.follow_prod = <double*> malloc(n_nodes * sizeof(double))
+    g.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    g.factor = <double*> malloc(n_nodes * sizeof(double))
+    g.nonzero_prod = <double*> malloc(n_nodes * sizeof(double))
+    g.zeros = <int64_t*> malloc(n_nodes * sizeof(int64_t))
+    g.total0 = <double*> malloc(n_nodes * sizeof(double))
+    g.total1 = <double*> malloc(n_nodes * sizeof(double))
+    g.deepest0 = <double*> malloc(n_nodes * sizeof(double))
+    g.deepest1 = <double*> malloc(n_nodes * sizeof(double))
+    return g
+
+
+cdef bint grad_failed(const GradScratch* g) noexcept nogil:
+    return (g.ratio_prod == NULL or g.follow_prod == NULL or g.left_taken == NULL
+            or g.factor == NULL or g.nonzero_prod == NULL or g.zeros == NULL
+            or g.total0 == NULL or g.total1 == NULL or g.deepest0 == NULL
+            or g.deepest1 == NULL)
+
+
+cdef void grad_free(GradScratch* g) noexcept nogil:
+    free(g.ratio_prod)
+    free(g.follow_prod)
+    free(g.left_taken)
+    free(g.factor)
+    free(g.nonzero_prod)
+    free(g.zeros)
+    free(g.total0)
+    free(g.total1)
+    free(g.deepest0)
+    free(g.deepest1)
+
+
+cdef double tree_gradient_at(
+    const Forest* f, int64_t t, int64_t output, const double* x, const double* z,
+    GradScratch* g, double* grad, bint factors_ready,
+) noexcept nogil:
+    """Add grad F_t(z) of ``output`` to ``grad`` (p,) and return F_t(z).
+
+    With ``factors_ready`` the row's path factors of this tree are already
+    in ``g`` (the ranker evaluates two points per row and tree).
+    """
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t W = f.n_values
+    cdef int64_t kk, k, pl, q, j, column
+    cdef double fk, fq, d, h0, h1, value
+    if W == 1:
+        if f.tree_output[t] != output:
+            return 0.0
+        column = 0
+    else:
+        column = output
+    if n == 1:
+        return f.value[start * W + column]
+    if not factors_ready:
+        path_factors(f, t, x, g.left_taken, g.ratio_prod, g.follow_prod)
+    g.nonzero_prod[0] = 1.0
+    g.zeros[0] = 0
+    g.total0[0] = 0.0
+    g.total1[0] = 0.0
+    g.deepest0[0] = 0.0
+    g.deepest1[0] = 0.0
+    for kk in range(1, n):
+        k = start + kk
+        pl = f.parent[k] - start
+        j = f.feature[f.parent[k]]
+        fk = g.ratio_prod[kk] + z[j] * (g.follow_prod[kk] - g.ratio_prod[kk])
+        g.factor[kk] = fk
+        g.nonzero_prod[kk] = g.nonzero_prod[pl]
+        g.zeros[kk] = g.zeros[pl]
+        q = f.prev_same[k]
+        if q >= 0:  # replace the factor of the feature's earlier edge (Algorithm 9, l. 4-5)
+            fq = g.factor[q - start]
+            if fq == 0.0:
+                g.zeros[kk] -= 1
+            else:
+                g.nonzero_prod[kk] /= fq
+        if fk == 0.0:
+            g.zeros[kk] += 1
+        else:
+            g.nonzero_prod[kk] *= fk
+        value = f.value[k * W + column]  # 0 at internal nodes
+        g.total0[kk] = value * g.nonzero_prod[kk] if g.zeros[kk] == 0 else 0.0
+        g.total1[kk] = value * g.nonzero_prod[kk] if g.zeros[kk] == 1 else 0.0
+        g.deepest0[kk] = 0.0
+        g.deepest1[kk] = 0.0
+    for kk in range(n - 1, 0, -1):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        h0 = g.deepest0[kk] + g.total0[kk]
+        h1 = g.deepest1[kk] + g.total1[kk]
+        d = g.follow_prod[kk] - g.ratio_prod[kk]
+        fk = g.factor[kk]
+        grad[f.feature[f.parent[k]]] += d * (h0 / fk if fk != 0.0 else h1)
+        g.total0[pl] += g.total0[kk]
+        g.total1[pl] += g.total1[kk]
+        if q >= 0:
+            g.deepest0[q - start] -= g.total0[kk]
+            g.deepest1[q - start] -= g.total1[kk]
+    return g.total0[0]
+
+
+def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[::1] output,
+             int n_threads):
+    """grad F_x(z) and F_x(z) (base included) of one output per row.
+
+    ``Z`` (n_rows, p): one point per row; ``output`` (n_rows,): the output
+    (class) of each row. Returns (gradients (n_rows, p), values (n_rows,)).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef double[:, ::1] grad = np.zeros((n_rows, f.n_features))
+    cdef double[::1] value = np.asarray(ens.base_value)[np.asarray(output)].astype(np.float64)
+    cdef const double[::1] base = np.asarray(ens.base_value, dtype=np.float64)
+    cdef Py_ssize_t i
+    cdef int64_t t
+    cdef GradScratch g
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if n_rows == 0:
+        return np.asarray(grad), np.asarray(value)
+    with nogil, parallel(num_threads=n_threads):
+        g = grad_alloc(f.max_tree_nodes)
+        if grad_failed(&g):
+            failed[0] = 1
+        for i in prange(n_rows, schedule="dynamic", chunksize=8):
+            if failed[0]:
+                continue
+            for t in range(f.n_trees):
+                value[i] += tree_gradient_at(&f, t, output[i], &X[i, 0], &Z[i, 0], &g,
+                                             &grad[i, 0], False)
+        grad_free(&g)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(grad), np.asarray(value)
+
+
+def treegrad_ranker(ens, const double[:, ::1] X, const int64_t[::1] output, int n_iter,
+                    double step_size, bint adam, int n_threads):
+    """TreeGrad-Ranker scores zeta of every row (treegrad-ranker Algorithms 2, 10).
+
+    From z = 1/2, g = (grad F(z) + grad F(1 - z)) / 2, zeta = running mean of
+    g, z updated by gradient ascent (``adam=False``) or Adam (beta1 = 0.9,
+    beta2 = 0.999, eps = 1e-8, z += step * m_hat / sqrt(v_hat + eps)) and
+    clipped to [0, 1]. Returns zeta, shape (n_rows, p).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t p = f.n_features
+    cdef double[:, ::1] zeta = np.zeros((n_rows, p))
+    cdef Py_ssize_t i
+    cdef int64_t t, it, j
+    cdef double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, m_hat, v_hat, gj, zj
+    cdef double* z
+    cdef double* z_flip
+    cdef double* g_z
+    cdef double* g_flip
+    cdef double* moment1
+    cdef double* moment2
+    cdef GradScratch g
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if n_rows == 0:
+        return np.asarray(zeta)
+    with nogil, parallel(num_threads=n_threads):
+        g = grad_alloc(f.max_tree_nodes)
+        z = <double*> malloc(6 * p * sizeof(double))
+        if grad_failed(&g) or z == NULL:
+            failed[0] = 1
+        z_flip = z + p
+        g_z = z + 2 * p
+        g_flip = z + 3 * p
+        moment1 = z + 4 * p
+        moment2 = z + 5 * p
+        for i in prange(n_rows, schedule="dynamic", chunksize=1):
+            if failed[0]:
+                continue
+            for j in range(p):
+                z[j] = 0.5
+                moment1[j] = 0.0
+                moment2[j] = 0.0
+            for it in range(1, n_iter + 1):
+                for j in range(p):
+                    z_flip[j] = 1.0 - z[j]
+                    g_z[j] = 0.0
+                    g_flip[j] = 0.0
+                for t in range(f.n_trees):
+                    tree_gradient_at(&f, t, output[i], &X[i, 0], z, &g, g_z, False)
+                    tree_gradient_at(&f, t, output[i], &X[i, 0], z_flip, &g, g_flip, True)
+                for j in range(p):
+                    gj = 0.5 * (g_z[j] + g_flip[j])
+                    zeta[i, j] += (gj - zeta[i, j]) / it
+                    if adam:
+                        moment1[j] = beta1 * moment1[j] + (1.0 - beta1) * gj
+                        moment2[j] = beta2 * moment2[j] + (1.0 - beta2) * gj * gj
+                        m_hat = moment1[j] / (1.0 - beta1 ** it)
+                        v_hat = moment2[j] / (1.0 - beta2 ** it)
+                        zj = z[j] + step_size * m_hat / sqrt(v_hat + eps)
+                    else:
+                        zj = z[j] + step_size * gj
+                    z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
+        grad_free(&g)
+        free(z)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(zeta)
