@@ -293,9 +293,9 @@ class ShapleyR2Importance(BaseTreeSelector):
     ----------
     estimator_ : estimator
         The fitted tree model.
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (`n_features_in_`,)
         R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
-    importances_std_ : ndarray of shape (n_features_in_,)
+    importances_std_ : ndarray of shape (`n_features_in_`,)
         Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
         standard deviation of the fold values over sqrt(n_folds).
     r2_ : float
@@ -304,7 +304,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         ``r2_ - feature_importances_.sum()``.
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
-    cv_importances_ : ndarray of shape (n_folds, n_features_in_)
+    cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
         Per-fold R2_j (only with ``cv``).
     threshold_ : float
         The threshold applied.

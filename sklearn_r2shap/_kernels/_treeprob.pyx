@@ -1,0 +1,283 @@
+# TreeProb (treegrad-ranker Algorithm 4, Appendix D): any probabilistic value
+#     phi_i = sum_{S in N \ i} w(|S|) [v_x(S + i) - v_x(S)]
+# of the path-dependent game, given by its weight vector w(0..n-1).
+#
+# A leaf v with d distinct path features F_v contributes to feature i in F_v
+#     (X_iv - R_iv) < G_v(y) / (R_iv + X_iv y), q^(d) >,
+#     G_v(y) = rho_v prod_{j in F_v} (R_jv + X_jv y)
+# (the paper's rho c_v / c_r prod (1 + gamma y) written with R = 1 / gamma
+# scales, so no cover is divided by), where <., .> is the inner product of
+# coefficient vectors and q^(d)_k = sum_{j=0}^{n-d} C(n-d, j) w(k + j) sums
+# the weights over the n - d features not on the path. A null player adds a
+# factor (1 + y) and leaves the value unchanged (Lemma 3:
+# <p (1 + y), q^(d+1)> = <p, q^(d)>), so every leaf is padded to one degree
+# M = min(depth, n) with (1 + y)^(M - d) and paired with one q^(M); then the
+# leaves below an edge can be summed before the inner product is taken
+# (Karczmarz et al.'s Lemma 5 as in TreeGrad: H_k sums the leaves whose
+# deepest j-edge is the edge into k).
+#
+# Polynomials of degree <= M are encoded by their values at the M-th roots
+# of unity omega_l = exp(2 pi i l / M), a Vandermonde matrix of condition
+# number 1 (section 5); <p, q> = sum_l p(omega_l) Q_l with
+# Q_l = (1/M) sum_c q_c conj(omega_l)^c. The coefficients are real, so the
+# values at conjugate roots are conjugate: only l = 0..floor(M/2) are
+# evaluated, with the factor 2 folded into Q_l, and the real part is kept.
+# Not stable for large M: the padding (1 + y)^(M - d) has coefficients up to
+# ~2^M / sqrt(M), and the rounding error of the decoded values grows like
+# eps 2^M / M (Appendix H); the Gauss-Legendre kernel in _semivalues.pyx
+# computes semivalues without this loss.
+#
+# Per tree and row: a down pass computes every node's factor R + X omega_l
+# and the product of the factors of its path (the factor of a repeated
+# feature replaced, Algorithm 4 line 5; a product is kept as its non-zero
+# factors and a count of zero factors, because R = X = 1 vanishes at
+# omega = -1); an up pass sums the padded leaf terms and credits feature j
+# with (X_k - R_k) Re sum_l Q_l H_k(omega_l) / (R_k + X_k omega_l). Where
+# X_k != R_k the divisor is never 0 on the unit circle (X in {0, 1}, R >= 0).
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport malloc, free
+
+from ._forest cimport Forest, forest_from, path_factors
+
+
+cdef struct ProbScratch:
+    double* ratio_prod             # R_k, per node
+    double* follow_prod            # X_k, per node
+    uint8_t* left_taken            # whether x goes left, per node
+    int64_t* distinct              # distinct features on the path to k
+    double complex* factor         # R_k + X_k omega_l, (nodes, m)
+    double complex* nonzero_prod   # product of the path's non-zero factors, (nodes, m)
+    int64_t* zeros                 # number of zero factors on the path, (nodes, m)
+    double complex* subtree        # sum of padded leaf terms below k, (nodes, m, n_values)
+    double complex* deepest        # H_k minus the subtree, (nodes, m, n_values)
+
+
+cdef ProbScratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
+    cdef ProbScratch sc
+    sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
+    sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
+    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    sc.distinct = <int64_t*> malloc(n_nodes * sizeof(int64_t))
+    sc.factor = <double complex*> malloc(n_nodes * m * sizeof(double complex))
+    sc.nonzero_prod = <double complex*> malloc(n_nodes * m * sizeof(double complex))
+    sc.zeros = <int64_t*> malloc(n_nodes * m * sizeof(int64_t))
+    sc.subtree = <double complex*> malloc(n_nodes * m * n_values * sizeof(double complex))
+    sc.deepest = <double complex*> malloc(n_nodes * m * n_values * sizeof(double complex))
+    return sc
+
+
+cdef bint scratch_failed(const ProbScratch* sc) noexcept nogil:
+    return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.left_taken == NULL
+            or sc.distinct == NULL or sc.factor == NULL or sc.nonzero_prod == NULL
+            or sc.zeros == NULL or sc.subtree == NULL or sc.deepest == NULL)
+
+
+cdef void scratch_free(ProbScratch* sc) noexcept nogil:
+    free(sc.ratio_prod)
+    free(sc.follow_prod)
+    free(sc.left_taken)
+    free(sc.distinct)
+    free(sc.factor)
+    free(sc.nonzero_prod)
+    free(sc.zeros)
+    free(sc.subtree)
+    free(sc.deepest)
+
+
+cdef void tree_probabilistic(
+    const Forest* f, int64_t t, const double* x, int64_t M,
+    const double complex* points, const double complex* weights, const double complex* pad,
+    ProbScratch* sc, double* out,
+) noexcept nogil:
+    """Add tree ``t``'s probabilistic values of row ``x`` to ``out`` (n_outputs, p).
+
+    ``points`` / ``weights``: the m = M // 2 + 1 roots of unity evaluated and
+    their decoding weights Q_l; ``pad`` (m, M + 1): (1 + omega_l)^e.
+    """
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t W = f.n_values
+    cdef int64_t m = M // 2 + 1
+    cdef int64_t kk, k, pl, ql, q, l, w, a, b, o, j, zeros, e
+    cdef double rk, xk, d, value
+    cdef double complex fk, fq, prod, acc, h
+    if n == 1:
+        return
+    path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
+    sc.distinct[0] = 0
+    for l in range(m):
+        sc.nonzero_prod[l] = 1.0
+        sc.zeros[l] = 0
+    for l in range(m * W):
+        sc.subtree[l] = 0.0
+        sc.deepest[l] = 0.0
+    # down: the (padded) polynomial G_v of every leaf, at the roots of unity
+    for kk in range(1, n):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        rk = sc.ratio_prod[kk]
+        xk = sc.follow_prod[kk]
+        sc.distinct[kk] = sc.distinct[pl] + (1 if q < 0 else 0)
+        for l in range(m):
+            fk = rk + xk * points[l]
+            sc.factor[kk * m + l] = fk
+            prod = sc.nonzero_prod[pl * m + l]
+            zeros = sc.zeros[pl * m + l]
+            if q >= 0:  # p(y) / (R_q + X_q y) * (R_k + X_k y), Algorithm 4 line 5
+                fq = sc.factor[(q - start) * m + l]
+                if fq == 0.0:
+                    zeros = zeros - 1
+                else:
+                    prod = prod / fq
+            if fk == 0.0:
+                zeros = zeros + 1
+            else:
+                prod = prod * fk
+            sc.nonzero_prod[kk * m + l] = prod
+            sc.zeros[kk * m + l] = zeros
+        a = kk * m * W
+        if f.left[k] < 0:  # a leaf: rho_v G_v (1 + y)^(M - d), line 10
+            e = M - sc.distinct[kk]
+            for l in range(m):
+                if sc.zeros[kk * m + l] == 0:
+                    prod = sc.nonzero_prod[kk * m + l] * pad[l * (M + 1) + e]
+                else:
+                    prod = 0.0
+                for w in range(W):
+                    sc.subtree[a + l * W + w] = f.value[k * W + w] * prod
+                    sc.deepest[a + l * W + w] = 0.0
+        else:
+            for l in range(m * W):
+                sc.subtree[a + l] = 0.0
+                sc.deepest[a + l] = 0.0
+    # up: H_k, decoded against q^(M) (lines 13-18)
+    for kk in range(n - 1, 0, -1):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        d = sc.follow_prod[kk] - sc.ratio_prod[kk]
+        j = f.feature[f.parent[k]]
+        a = kk * m * W
+        b = pl * m * W
+        for w in range(W):
+            acc = 0.0
+            for l in range(m):
+                h = sc.deepest[a + l * W + w] + sc.subtree[a + l * W + w]
+                if d != 0.0:  # then R_k + X_k omega_l != 0
+                    acc = acc + weights[l] * h / sc.factor[kk * m + l]
+                sc.subtree[b + l * W + w] = sc.subtree[b + l * W + w] + sc.subtree[a + l * W + w]
+                if q >= 0:
+                    ql = (q - start) * m * W + l * W + w
+                    sc.deepest[ql] = sc.deepest[ql] - sc.subtree[a + l * W + w]
+            o = f.tree_output[t] if W == 1 else w
+            out[o * f.n_features + j] += d * acc.real
+
+
+def tree_depths(ens):
+    """The depth (edges on the longest root-to-leaf path) of every tree."""
+    cdef Forest f = forest_from(ens)
+    cdef int64_t[::1] depth = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef int64_t[::1] tree_depth = np.zeros(f.n_trees, dtype=np.int64)
+    cdef int64_t k, t
+    with nogil:
+        for k in range(f.n_nodes):  # parents come before their children
+            if f.parent[k] >= 0:
+                depth[k] = depth[f.parent[k]] + 1
+        for t in range(f.n_trees):
+            for k in range(f.tree_start[t], f.tree_start[t + 1]):
+                if depth[k] > tree_depth[t]:
+                    tree_depth[t] = depth[k]
+    return np.asarray(tree_depth)
+
+
+def reduce_weights(weights, M):
+    """q^(M)_k = sum_{j=0}^{n-M} C(n-M, j) w(k + j), k < M (Lemma 3 applied
+    n - M times: q^(d)_k = q^(d+1)_k + q^(d+1)_(k+1); sums of the weights,
+    no cancellation for non-negative ones)."""
+    q = np.asarray(weights, dtype=np.float64)
+    for _ in range(len(q) - M):
+        q = q[:-1] + q[1:]
+    return q
+
+
+def encoding(q):
+    """Roots of unity, decoding weights and padding powers for q = q^(M).
+
+    Returns ``points`` (m,), ``weights`` (m,) and ``pad`` (m, M + 1) for
+    l = 0..M // 2: omega_l, Q_l (times 2 where omega_l is not real) and
+    (1 + omega_l)^e.
+    """
+    M = len(q)
+    m = M // 2 + 1
+    l = np.arange(m)
+    points = np.exp(2j * np.pi * l / M)
+    # Q_l = (1/M) sum_c q_c conj(omega_l)^c, with the exponent c l reduced mod M
+    c = np.arange(M)
+    Q = (np.exp(-2j * np.pi * ((np.outer(l, c) % M) / M)) @ q) / M
+    Q[1:] *= 2.0
+    if M % 2 == 0:
+        Q[M // 2] /= 2.0
+    pad = np.ones((m, M + 1), dtype=np.complex128)
+    for e in range(1, M + 1):
+        pad[:, e] = pad[:, e - 1] * (1.0 + points)
+    return points, Q, pad
+
+
+def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_threads):
+    """Add the probabilistic values with weights w(0..n-1) of every row to
+    ``out`` (n_rows, n_outputs, n_features), tree t encoded with
+    M_t = min(depth_t, n) roots of unity."""
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    n = ens.n_features
+    tree_m_np = np.minimum(tree_depths(ens), n).astype(np.int64)
+    sizes = sorted(set(int(M) for M in tree_m_np if M > 0))
+    point_parts, weight_parts, pad_parts = [], [], []
+    point_at, pad_at = {}, {}
+    n_points = n_pad = 0
+    for M in sizes:
+        points, Q, pad = encoding(reduce_weights(weights, M))
+        point_at[M], pad_at[M] = n_points, n_pad
+        point_parts.append(points)
+        weight_parts.append(Q)
+        pad_parts.append(pad.ravel())
+        n_points += len(points)
+        n_pad += pad.size
+    cdef int64_t[::1] tree_m = tree_m_np
+    cdef int64_t[::1] point_start = np.array(
+        [point_at.get(int(M), 0) for M in tree_m_np], dtype=np.int64).reshape(-1)
+    cdef int64_t[::1] pad_start = np.array(
+        [pad_at.get(int(M), 0) for M in tree_m_np], dtype=np.int64).reshape(-1)
+    cdef const double complex[::1] points_v = np.concatenate(
+        point_parts or [np.ones(1, np.complex128)]).astype(np.complex128)
+    cdef const double complex[::1] weights_v = np.concatenate(
+        weight_parts or [np.ones(1, np.complex128)]).astype(np.complex128)
+    cdef const double complex[::1] pad_v = np.concatenate(
+        pad_parts or [np.ones(1, np.complex128)]).astype(np.complex128)
+    cdef int64_t m_max = max(sizes) // 2 + 1 if sizes else 1
+    cdef Py_ssize_t i
+    cdef int64_t t
+    cdef ProbScratch sc
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if n_rows == 0 or not sizes:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        # assigned inside the block, so each thread has its own scratch
+        sc = scratch_alloc(f.max_tree_nodes, m_max, f.n_values)
+        if scratch_failed(&sc):
+            failed[0] = 1
+        for i in prange(n_rows, schedule="dynamic", chunksize=8):
+            if failed[0]:
+                continue
+            for t in range(f.n_trees):
+                if tree_m[t] > 0:
+                    tree_probabilistic(&f, t, &X[i, 0], tree_m[t], &points_v[point_start[t]],
+                                       &weights_v[point_start[t]], &pad_v[pad_start[t]],
+                                       &sc, &out[i, 0, 0])
+        scratch_free(&sc)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -1,0 +1,29 @@
+"""The examples run (their quick modes), so that they stay true to the API."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(script, *args):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_qshap_simulation_quick():
+    pytest.importorskip("xgboost")
+    out = run("qshap_simulation.py", "--quick")
+    assert "theor" in out.lower()
+
+
+def test_diabetes_r2(tmp_path):
+    pytest.importorskip("pandas")
+    out = run("diabetes_r2.py", "--output", str(tmp_path / "r2.png"))
+    assert "unattributed" in out
