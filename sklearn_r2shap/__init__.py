@@ -1,6 +1,8 @@
 """sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
 from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
+from . import metrics
 from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
+from .ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
 from .explain import (
     banzhaf_values,
     beta_shapley_values,
@@ -25,4 +27,8 @@ __all__ = [
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
+    "TreeGradRanker",
+    "multilinear_gradient",
+    "treegrad_scores",
+    "metrics",
 ]

@@ -1,0 +1,602 @@
+"""TreeGrad-Ranker: feature rankings that optimise the joint insertion/deletion
+objective of one row (treegrad-ranker paper, Algorithms 2 and 10; DESIGN.md
+section 5).
+
+For a row ``x`` the path-dependent game ``v_x`` (DESIGN.md section 1) has the
+multilinear extension ``F(z) = E_{S ~ Bernoulli(z)} v_x(S)`` on ``[0, 1]^p``.
+:func:`multilinear_gradient` evaluates ``F`` and its gradient exactly at any
+point with TreeGrad (Algorithm 9), including points with coordinates 0 and 1.
+:func:`treegrad_scores` runs projected gradient ascent (or Adam) on the joint
+objective ``(F(z) - F(1 - z)) / 2`` from ``z = 1/2`` and returns the running
+mean of its gradients: the TreeGrad-Ranker scores. :class:`TreeGradRanker`
+wraps them as a scikit-learn feature selector.
+
+Which output is explained
+-------------------------
+All functions take ``output``, the index of the model output (class) whose
+game is explained:
+
+* single-output models (regressors): that output; ``output`` may be None or 0;
+* models with one output per class (multiclass boosting margins, the class
+  probabilities of scikit-learn tree and forest classifiers): ``output`` is a
+  class index, or an array of one class index per row; None means the
+  **predicted class of each row** (the argmax of the raw output, which is the
+  class the model's ``predict`` returns);
+* binary boosted classifiers with one margin (log-odds of class 1): ``output``
+  is a class index too: 1 is the margin, 0 its negation (the log-odds of
+  class 0; the game, its gradients, values and scores change sign); None is
+  again the predicted class of each row (class 1 where the margin is > 0);
+* multi-output regressors: an output index must be given.
+
+Class semantics come from the model's ``classes_``: a bare XGBoost or
+LightGBM ``Booster`` of a binary objective has none and is explained as a
+single-output model (its margin).
+"""
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import (
+    _check_feature_names,
+    _check_n_features,
+    _check_sample_weight,
+    check_is_fitted,
+)
+
+from ._kernels import _predict, _semivalues
+from ._model import UnsupportedModelError
+from ._selector import BaseTreeSelector, _unfrozen
+from ._validation import resolve_n_jobs
+from .explain import _prepare, banzhaf_values, beta_shapley_values
+
+__all__ = ["multilinear_gradient", "treegrad_scores", "TreeGradRanker"]
+
+_OPTIMIZERS = ("adam", "gd")
+# Models whose leaves hold class probabilities (predict_proba is their raw output).
+_PROBABILITY_MODELS = ("DecisionTreeClassifier", "ExtraTreeClassifier",
+                       "RandomForestClassifier", "ExtraTreesClassifier")
+_CHUNK_ROWS = 1024
+
+
+# --------------------------------------------------------------------------
+# Output selection (shared with metrics.py)
+
+
+def _classes(ensemble):
+    classes = ensemble.info.get("classes")
+    return None if classes is None else np.asarray(classes)
+
+
+def _is_binary_margin(ensemble):
+    """A binary classifier whose single output is the log-odds of class 1."""
+    classes = _classes(ensemble)
+    return classes is not None and len(classes) == 2 and ensemble.n_outputs == 1
+
+
+def _has_probability_leaves(ensemble):
+    return ensemble.model_type in _PROBABILITY_MODELS and _classes(ensemble) is not None
+
+
+def _resolve_output(ensemble, X, output, n_threads):
+    """Kernel output and sign (+1 / -1) of every row, see the module docstring.
+
+    Returns ``(kernel_output, sign)``, arrays of shape (n_rows,): int64
+    indices into the ensemble's outputs and float64 signs (-1 only for class
+    0 of a binary margin model).
+    """
+    n_rows = X.shape[0]
+    binary = _is_binary_margin(ensemble)
+    classes = _classes(ensemble)
+    n_choices = 2 if binary else ensemble.n_outputs
+    if output is None:
+        if binary:
+            chosen = (_predict.predict_raw(ensemble, X, n_threads)[:, 0] > 0).astype(np.int64)
+        elif ensemble.n_outputs == 1:
+            chosen = np.zeros(n_rows, dtype=np.int64)
+        elif classes is None:
+            raise ValueError(
+                f"{ensemble.model_type} has {ensemble.n_outputs} outputs and no classes: "
+                "choose the output to explain with an integer output index."
+            )
+        else:
+            raw = _predict.predict_raw(ensemble, X, n_threads)
+            chosen = np.argmax(raw, axis=1).astype(np.int64)
+    else:
+        chosen = np.asarray(output)
+        if chosen.dtype == bool or not np.issubdtype(chosen.dtype, np.integer):
+            raise ValueError(
+                "output must be None, an integer or an array of integers (one per row), "
+                f"got {output!r}."
+            )
+        if chosen.ndim == 0:
+            chosen = np.full(n_rows, int(chosen), dtype=np.int64)
+        elif chosen.shape != (n_rows,):
+            raise ValueError(
+                f"output must be an integer or have one entry per row ({n_rows}), got "
+                f"shape {chosen.shape}."
+            )
+        chosen = chosen.astype(np.int64)
+        if n_rows and (chosen.min() < 0 or chosen.max() >= n_choices):
+            what = ("class indices 0 (negated margin) or 1 (margin) of the binary classifier"
+                    if binary else f"indices in [0, {n_choices})")
+            raise ValueError(
+                f"output must hold {what} of {ensemble.model_type}; got values in "
+                f"[{chosen.min()}, {chosen.max()}]."
+            )
+    if binary:
+        return np.zeros(n_rows, dtype=np.int64), np.where(chosen == 1, 1.0, -1.0)
+    return np.ascontiguousarray(chosen), np.ones(n_rows)
+
+
+def _signed(values, sign):
+    """values * sign, with no negative zeros (0 stays 0 for class 0 too)."""
+    return values * sign + 0.0
+
+
+def _check_output_kind(ensemble, kind):
+    """Validate the estimator's ``output`` ("raw", "probability" or None)."""
+    if not (kind is None or (isinstance(kind, str) and kind in ("raw", "probability"))):
+        raise ValueError(f"output must be None, 'raw' or 'probability', got {kind!r}.")
+    if kind == "probability" and not _has_probability_leaves(ensemble):
+        if _classes(ensemble) is not None:
+            held = ("margins (log-odds). The path-dependent game is defined on leaf "
+                    "values, and a boosted model's probability is a nonlinear function "
+                    "of their sum, not such a game. Use output='raw' (or None) to explain "
+                    "the margin.")
+        else:
+            held = "the predictions of a regressor. Use output='raw' (or None)."
+        raise UnsupportedModelError(
+            f"output='probability' needs a model whose leaves hold class probabilities "
+            f"(scikit-learn decision tree, random forest or extra trees classifiers); "
+            f"the leaves of {ensemble.model_type} hold {held}"
+        )
+
+
+# --------------------------------------------------------------------------
+# Parameter checks
+
+
+def _check_points(z, shape):
+    n_rows, n_features = shape
+    try:
+        z = np.asarray(z, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"z must be numeric: {exc}") from None
+    if z.ndim == 1:
+        if z.shape[0] != n_features:
+            raise ValueError(f"z has {z.shape[0]} entries, expected n_features = {n_features}.")
+        z = np.broadcast_to(z, (n_rows, n_features))
+    elif z.ndim != 2 or z.shape != (n_rows, n_features):
+        raise ValueError(
+            f"z must have shape ({n_features},) or ({n_rows}, {n_features}), got {z.shape}."
+        )
+    if not np.all((z >= 0.0) & (z <= 1.0)):  # also False for NaN
+        raise ValueError("z must lie in [0, 1] (every entry a probability).")
+    return np.ascontiguousarray(z)
+
+
+def _check_ranker_params(n_iter, step_size, optimizer):
+    if (not isinstance(n_iter, numbers.Integral) or isinstance(n_iter, bool)
+            or n_iter < 1):
+        raise ValueError(f"n_iter must be an integer >= 1, got {n_iter!r}.")
+    if (not isinstance(step_size, numbers.Real) or isinstance(step_size, bool)
+            or not np.isfinite(step_size) or step_size <= 0):
+        raise ValueError(f"step_size must be a positive finite number, got {step_size!r}.")
+    if not isinstance(optimizer, str) or optimizer not in _OPTIMIZERS:
+        raise ValueError(f"optimizer must be 'adam' or 'gd', got {optimizer!r}.")
+    return int(n_iter), float(step_size), optimizer == "adam"
+
+
+def _progress(iterable, total, verbose, desc):
+    from .importance import _progress as progress
+
+    return progress(iterable, total, verbose, desc)
+
+
+def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_threads,
+                   verbose=0):
+    """zeta of every row, in chunks of rows when progress is shown."""
+    n_rows = X.shape[0]
+    chunk = _CHUNK_ROWS if verbose else max(n_rows, 1)
+    starts = range(0, n_rows, chunk)
+    zeta = np.empty((n_rows, ensemble.n_features))
+    for start in _progress(starts, len(starts), verbose, "TreeGrad-Ranker"):
+        stop = min(start + chunk, n_rows)
+        zeta[start:stop] = _semivalues.treegrad_ranker(
+            ensemble, X[start:stop], kernel_output[start:stop], n_iter, step_size, adam,
+            n_threads)
+    return _signed(zeta, sign[:, None])
+
+
+# --------------------------------------------------------------------------
+# Functions
+
+
+def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
+    """Gradient and value of the multilinear extension of each row's game.
+
+    For row ``x`` with path-dependent game ``v_x`` (DESIGN.md section 1),
+    ``F_x(z) = sum_S prod_{j in S} z_j prod_{j not in S} (1 - z_j) v_x(S)``,
+    the expected value of ``v_x(S)`` when every feature joins ``S``
+    independently with probability ``z_j``. Computed exactly by TreeGrad
+    (treegrad-ranker Algorithm 9) in one pass down and up each tree, also at
+    points with coordinates 0 or 1 (at a vertex ``z = 1_S``, ``F_x(z)`` is
+    ``v_x(S)``).
+
+    Parameters
+    ----------
+    model : fitted tree model
+        scikit-learn tree, forest or gradient boosting model, XGBoost,
+        LightGBM or CatBoost model.
+    X : array-like or DataFrame of shape (n_rows, n_features)
+        Rows to explain.
+    z : array-like of shape (n_features,) or (n_rows, n_features)
+        The point (the same for every row, or one per row), in ``[0, 1]``.
+    output : int, array-like of int of shape (n_rows,), or None, default=None
+        The output whose game is explained: see the module docstring. For
+        classifiers a class index; None is the predicted class of each row.
+        For a binary boosted classifier 1 is its margin and 0 the negated
+        margin (log-odds of class 0).
+    n_jobs : int, default=None
+        Threads; None uses all cores.
+
+    Returns
+    -------
+    gradient : ndarray of shape (n_rows, n_features)
+        ``grad F_x(z)``. At ``z = q 1`` this is the weighted Banzhaf value.
+    value : ndarray of shape (n_rows,)
+        ``F_x(z)``, the model's base value included.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap.ranking import multilinear_gradient
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> tree = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> grad, value = multilinear_gradient(tree, X[:3], np.ones(10))
+    >>> bool(np.allclose(value, tree.predict(X[:3])))   # F(1) = v(N) = f(x)
+    True
+    >>> grad.shape
+    (3, 10)
+    """
+    ensemble, X = _prepare(model, X)
+    n_threads = resolve_n_jobs(n_jobs)
+    Z = _check_points(z, X.shape)
+    kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
+    gradient, value = _semivalues.treegrad(ensemble, X, Z, kernel_output, n_threads)
+    return _signed(gradient, sign[:, None]), _signed(value, sign)
+
+
+def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", output=None,
+                    n_jobs=None):
+    """TreeGrad-Ranker scores of every row (Algorithms 2 and 10).
+
+    Starting from ``z = 1/2``, each of the ``n_iter`` steps takes the
+    gradient ``g = (grad F_x(z) + grad F_x(1 - z)) / 2`` of the joint
+    objective ``(F_x(z) - F_x(1 - z)) / 2`` (keep the features of ``z``,
+    drop the others), adds it to the running mean ``zeta`` and moves ``z``
+    up the gradient, by plain projected gradient ascent
+    (``z += step_size * g``) or Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+    ``z += step_size * m_hat / sqrt(v_hat + eps)``), then clips ``z`` to
+    ``[0, 1]``. The scores are ``zeta``; sorting them in decreasing order
+    ranks the features. With ``n_iter=1`` they are the Banzhaf values.
+
+    The scores satisfy the dummy axiom (a feature whose marginal contribution
+    is the same constant for every coalition gets that constant; a feature
+    no tree splits on gets 0), equal treatment (two interchangeable features
+    get equal scores) and monotonicity, but not linearity (Theorem 1 of the
+    paper).
+
+    Parameters
+    ----------
+    model : fitted tree model
+    X : array-like or DataFrame of shape (n_rows, n_features)
+    n_iter : int, default=100
+        Number of steps T.
+    step_size : float, default=5.0
+        Learning rate epsilon (the paper's choice, with T = 100).
+    optimizer : {"adam", "gd"}, default="adam"
+        Adam (Algorithm 10) or projected gradient ascent (Algorithm 2).
+    output : int, array-like of int of shape (n_rows,), or None, default=None
+        The output (class) explained; see :func:`multilinear_gradient`.
+    n_jobs : int, default=None
+        Threads; None uses all cores.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features)
+        The scores zeta, in the units of the explained output.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import banzhaf_values
+    >>> from sklearn_r2shap.ranking import treegrad_scores
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> tree = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> zeta = treegrad_scores(tree, X[:5])
+    >>> zeta.shape
+    (5, 10)
+    >>> one_step = treegrad_scores(tree, X[:5], n_iter=1)
+    >>> bool(np.allclose(one_step, banzhaf_values(tree, X[:5])[:, :-1]))
+    True
+    """
+    n_iter, step_size, adam = _check_ranker_params(n_iter, step_size, optimizer)
+    ensemble, X = _prepare(model, X)
+    n_threads = resolve_n_jobs(n_jobs)
+    kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
+    return _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_threads)
+
+
+# --------------------------------------------------------------------------
+# Estimator
+
+_VALUE_KINDS = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
+
+
+class TreeGradRanker(BaseTreeSelector):
+    """Feature ranking and selection by TreeGrad-Ranker scores.
+
+    Fits a tree model (or takes a fitted one) and computes, for every row of
+    the data, the TreeGrad-Ranker scores of the row's path-dependent game
+    (:func:`treegrad_scores`): the mean gradient along an ascent of the joint
+    objective ``(F_x(z) - F_x(1 - z)) / 2`` of the game's multilinear
+    extension, which ranks the features for the insertion and deletion
+    metrics (:func:`sklearn_r2shap.metrics.insertion_deletion`). The global
+    importance of a feature is the mean over rows of the absolute score, and
+    the estimator selects features like
+    :class:`~sklearn.feature_selection.SelectFromModel`.
+
+    Parameters
+    ----------
+    estimator : tree model, default=None
+        A scikit-learn tree, forest or gradient boosting model, or an
+        XGBoost, LightGBM or CatBoost model. None uses
+        ``DecisionTreeRegressor(max_depth=6, random_state=0)``, a regressor on
+        a numeric ``y``; pass a classifier to explain classes. A
+        :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
+    prefit : bool, default=False
+        Use ``estimator`` as already fitted: ``fit`` only scores the rows it
+        is given (``y`` may then be None).
+    n_iter : int, default=100
+        Steps T of the ascent.
+    step_size : float, default=5.0
+        Learning rate (the paper's choice with T = 100).
+    optimizer : {"adam", "gd"}, default="adam"
+        Adam (Algorithm 10) or projected gradient ascent (Algorithm 2).
+    output : {None, "raw", "probability"}, default=None
+        The space of the explained output. The game is always defined on the
+        model's leaf values: class probabilities for scikit-learn decision
+        tree, random forest and extra trees classifiers, margins (log-odds)
+        for boosted classifiers, predictions for regressors. None and "raw"
+        explain exactly that; "probability" does the same but checks that the
+        leaves hold probabilities and raises
+        :class:`~sklearn_r2shap.UnsupportedModelError` otherwise (a boosted
+        model's probability is not a path-dependent game).
+    class_index : int or None, default=None
+        For classifiers, the index (into the model's ``classes_``) of the
+        class whose output is explained for every row; None explains the
+        predicted class of each row, as in the paper. For a binary boosted
+        classifier 1 is the margin and 0 the negated margin. For a
+        multi-output regressor, the output index (required). Must be None or
+        0 for single-output regressors.
+    threshold : str or float, default=None
+        Features with ``feature_importances_ >= threshold`` are selected: a
+        number, "mean", "median" or e.g. "1.5*mean"; None means "mean".
+    max_features : int or callable, default=None
+        At most this many features (largest importances), also subject to
+        the threshold.
+    n_jobs : int, default=None
+        Threads of the kernel (None: all cores).
+    verbose : int, default=0
+        Show progress over chunks of rows.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted tree model.
+    scores_ : ndarray of shape (n_samples, n_features)
+        The TreeGrad-Ranker scores of the rows given to ``fit``.
+    feature_importances_ : ndarray of shape (n_features,)
+        Mean over rows (weighted by ``sample_weight`` if given) of the
+        absolute scores: how strongly a feature moves the explained output,
+        in either direction.
+    mean_scores_ : ndarray of shape (n_features,)
+        The signed (weighted) mean of the scores.
+    threshold_ : float
+        The threshold applied.
+    max_features_ : int or None
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when X has feature names that are all strings.
+
+    See Also
+    --------
+    treegrad_scores : the functional form.
+    sklearn_r2shap.metrics.insertion_deletion : the metrics the ranking optimises.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap.ranking import TreeGradRanker
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=5, random_state=0),
+    ...                         max_features=3, threshold=-np.inf).fit(X, y)
+    >>> ranker.scores_.shape
+    (442, 10)
+    >>> len(ranker.get_feature_names_out())
+    3
+    >>> order = ranker.rank(X.iloc[:2])   # feature indices, best first
+    >>> order.shape
+    (2, 10)
+    """
+
+    def __init__(self, estimator=None, *, prefit=False, n_iter=100, step_size=5.0,
+                 optimizer="adam", output=None, class_index=None, threshold=None,
+                 max_features=None, n_jobs=None, verbose=0):
+        self.estimator = estimator
+        self.prefit = prefit
+        self.n_iter = n_iter
+        self.step_size = step_size
+        self.optimizer = optimizer
+        self.output = output
+        self.class_index = class_index
+        self.threshold = threshold
+        self.max_features = max_features
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _default_estimator(self):
+        from sklearn.tree import DecisionTreeRegressor
+
+        return DecisionTreeRegressor(max_depth=6, random_state=0)
+
+    def _check_params(self):
+        super()._check_params()
+        _check_ranker_params(self.n_iter, self.step_size, self.optimizer)
+        if not (self.output is None or (isinstance(self.output, str)
+                                        and self.output in ("raw", "probability"))):
+            raise ValueError(f"output must be None, 'raw' or 'probability', got {self.output!r}.")
+        if self.class_index is not None and (
+                not isinstance(self.class_index, numbers.Integral)
+                or isinstance(self.class_index, bool) or self.class_index < 0):
+            raise ValueError(
+                f"class_index must be None or a non-negative integer, got {self.class_index!r}."
+            )
+
+    def _needs_y(self):
+        frozen = self.estimator is not None and _unfrozen(self.estimator)[1]
+        return not (self.prefit or frozen)
+
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
+        """Fit the model (unless prefit) and score every row of X.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+            Needed unless the model is prefit or frozen.
+        sample_weight : array-like of shape (n_samples,), optional
+            Passed to the model's ``fit`` and used as row weights in
+            ``feature_importances_`` and ``mean_scores_``.
+        **fit_params : dict
+            Passed to the model's ``fit``.
+
+        Returns
+        -------
+        self : TreeGradRanker
+        """
+        from sklearn.utils import check_array
+
+        self._check_params()
+        if y is None and self._needs_y():
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
+        check_array(X, ensure_all_finite="allow-nan", dtype=None)
+        self._record_input(X)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X)
+        self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+        ensemble, rows = _prepare(self.estimator_, X)
+        _check_output_kind(ensemble, self.output)
+        self._ensemble = ensemble
+        self.scores_ = self._scores(rows)
+        if sample_weight is not None and not np.sum(sample_weight) > 0:
+            raise ValueError("sample_weight must have a positive sum.")
+        self.feature_importances_ = np.average(np.abs(self.scores_), axis=0, weights=sample_weight)
+        self.mean_scores_ = np.average(self.scores_, axis=0, weights=sample_weight)
+        self._set_threshold(X)
+        return self
+
+    def _rows(self, X):
+        """The fitted model's ensemble and X checked against the fit."""
+        check_is_fitted(self, "feature_importances_")
+        _check_feature_names(self, X, reset=False)
+        _check_n_features(self, X, reset=False)
+        ensemble, rows = _prepare(self._ensemble, X)
+        return ensemble, rows
+
+    def _output_of_rows(self, ensemble, rows, n_threads):
+        if self.class_index is not None:
+            binary = _is_binary_margin(ensemble)
+            n_choices = 2 if binary else ensemble.n_outputs
+            if self.class_index >= n_choices:
+                what = (f"{n_choices} classes" if binary or _classes(ensemble) is not None
+                        else "a single output" if n_choices == 1 else f"{n_choices} outputs")
+                raise ValueError(
+                    f"class_index={self.class_index} is out of range: "
+                    f"{ensemble.model_type} has {what}."
+                )
+        return _resolve_output(ensemble, rows, self.class_index, n_threads)
+
+    def _scores(self, rows):
+        ensemble = self._ensemble
+        n_threads = resolve_n_jobs(self.n_jobs)
+        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
+        n_iter, step_size, adam = _check_ranker_params(self.n_iter, self.step_size,
+                                                       self.optimizer)
+        return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
+                              n_threads, self.verbose)
+
+    def scores(self, X):
+        """TreeGrad-Ranker scores of the rows of X, shape (n_samples, n_features).
+
+        Higher scores rank first; the explained output is chosen by
+        ``output`` and ``class_index`` as in ``fit``.
+        """
+        _, rows = self._rows(X)
+        return self._scores(rows)
+
+    def rank(self, X):
+        """Feature indices of every row of X, best first.
+
+        Sorted by decreasing score; ties are broken by the lower feature
+        index. Shape (n_samples, n_features), integer dtype.
+        """
+        return np.argsort(-self.scores(X), axis=1, kind="stable")
+
+    def values(self, X, kind="shapley", *, q=0.5, alpha=1, beta=1):
+        """Semivalues of the same games (same output and class selection).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        kind : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
+            Shapley values, Banzhaf values, weighted Banzhaf values with
+            parameter ``q`` or Beta Shapley values with parameters
+            ``(alpha, beta)`` (:mod:`sklearn_r2shap.explain`).
+        q : float in (0, 1), default=0.5
+            Only for ``kind="weighted_banzhaf"``.
+        alpha, beta : int >= 1, default=1
+            Only for ``kind="beta"``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The values, without the expected-value column of the functions
+            in :mod:`sklearn_r2shap.explain`, comparable with :meth:`scores`.
+        """
+        if not isinstance(kind, str) or kind not in _VALUE_KINDS:
+            raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
+        ensemble, rows = self._rows(X)
+        n_threads = resolve_n_jobs(self.n_jobs)
+        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
+        if kind == "shapley":
+            phi = beta_shapley_values(ensemble, rows, alpha=1, beta=1, n_jobs=self.n_jobs)
+        elif kind == "banzhaf":
+            phi = banzhaf_values(ensemble, rows, q=0.5, n_jobs=self.n_jobs)
+        elif kind == "weighted_banzhaf":
+            phi = banzhaf_values(ensemble, rows, q=q, n_jobs=self.n_jobs)
+        else:
+            phi = beta_shapley_values(ensemble, rows, alpha=alpha, beta=beta, n_jobs=self.n_jobs)
+        if phi.ndim == 3:
+            phi = phi[np.arange(len(rows)), kernel_output]
+        return _signed(phi[:, :-1], sign[:, None])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = self._needs_y()
+        return tags
