@@ -2,12 +2,19 @@
 from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
 from . import metrics
 from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
+from .piecewise import (
+    PiecewiseLinearExplainer,
+    piecewise_ensemble,
+    piecewise_predict,
+    piecewise_shap_values,
+)
 from .ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
 from .explain import (
     banzhaf_values,
     beta_shapley_values,
     expected_value,
     predict_raw,
+    probabilistic_values,
     saabas_values,
     shap_values,
 )
@@ -24,6 +31,7 @@ __all__ = [
     "beta_shapley_values",
     "expected_value",
     "predict_raw",
+    "probabilistic_values",
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
@@ -31,4 +39,8 @@ __all__ = [
     "multilinear_gradient",
     "treegrad_scores",
     "metrics",
+    "PiecewiseLinearExplainer",
+    "piecewise_ensemble",
+    "piecewise_predict",
+    "piecewise_shap_values",
 ]

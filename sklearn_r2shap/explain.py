@@ -17,7 +17,8 @@ from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, resolve_n_jobs
 
-__all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values"]
+__all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
+           "probabilistic_values"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -312,3 +313,81 @@ def predict_raw(model, X, *, n_jobs=None):
     """
     ensemble, X = _prepare(model, X)
     return _predict.predict_raw(ensemble, X, resolve_n_jobs(n_jobs))
+
+
+def probabilistic_values(model, X, weights, *, n_jobs=None):
+    """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
+
+    ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
+    with n = ``n_features`` players (DESIGN.md section 2); ``weights[s]``
+    weighs every coalition of size s. Shapley: ``s! (n-1-s)! / n!``; weighted
+    Banzhaf: ``q^s (1-q)^(n-1-s)``. The weights make a probabilistic value
+    when ``sum_s C(n-1, s) weights[s] = 1``; other scalings scale the result.
+
+    TreeProb (treegrad-ranker, Algorithm 4) encodes each tree's polynomials by
+    their values at the M-th roots of unity, ``M = min(tree depth, n_features)``.
+    It is **less stable than the quadrature-based functions**
+    (:func:`shap_values`, :func:`banzhaf_values`, :func:`beta_shapley_values`,
+    accurate to ~1e-13 at any depth): padding every leaf's polynomial to
+    degree M multiplies rounding errors by about ``2^M / M``. Measured
+    relative errors of Shapley values (tests/test_treeprob.py, deep
+    caterpillar trees): ~2e-12 at M = 20, ~5e-9 at M = 30, ~3e-6 at M = 40,
+    ~4e-3 at M = 50 and 0.1-0.7 at M = 60, where the values are meaningless.
+    It loses about three digits per ten levels: expect errors above 1e-9
+    once trees are deeper than ~30 *in a model with at least as many
+    features*; with few features (M = n_features <= 25) it stays accurate at
+    any depth. Use it for weight vectors that are not a Beta Shapley or
+    weighted Banzhaf value, on trees of moderate depth.
+
+    Parameters
+    ----------
+    model : fitted tree model
+        scikit-learn tree, forest or gradient boosting model, XGBoost,
+        LightGBM or CatBoost model.
+    X : array-like or DataFrame of shape (n_rows, n_features)
+        Rows to explain.
+    weights : array-like of shape (n_features,)
+        Non-negative weight of a coalition of each size s = 0..n_features-1.
+    n_jobs : int, default=None
+        Threads; None uses all cores.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        The values, the expected value ``v_x(empty)`` last.
+
+    See Also
+    --------
+    beta_shapley_values, banzhaf_values : the numerically stable special cases.
+
+    Examples
+    --------
+    >>> from math import comb
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import shap_values
+    >>> from sklearn_r2shap.explain import probabilistic_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> n = X.shape[1]
+    >>> shapley = [1 / (n * comb(n - 1, s)) for s in range(n)]
+    >>> phi = probabilistic_values(model, X[:3], shapley)
+    >>> phi.shape
+    (3, 11)
+    >>> bool(np.allclose(phi, shap_values(model, X[:3])))
+    True
+    """
+    from ._kernels import _treeprob
+
+    ensemble, X = _prepare(model, X)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (ensemble.n_features,):
+        raise ValueError(
+            f"weights must have one entry per coalition size 0..{ensemble.n_features - 1}, "
+            f"shape ({ensemble.n_features},); got shape {weights.shape}."
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("weights must be finite and non-negative.")
+    phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
+    _treeprob.treeprob(ensemble, X, weights, phi, resolve_n_jobs(n_jobs))
+    return _with_expected_value(ensemble, phi)

@@ -27,3 +27,14 @@ def test_diabetes_r2(tmp_path):
     pytest.importorskip("pandas")
     out = run("diabetes_r2.py", "--output", str(tmp_path / "r2.png"))
     assert "unattributed" in out
+
+
+def test_piecewise_linear_lightgbm_quick():
+    pytest.importorskip("lightgbm")
+    out = run("piecewise_linear_lightgbm.py", "--quick")
+    assert "Additivity" in out
+
+
+def test_ranking_insertion_deletion_quick(tmp_path):
+    out = run("ranking_insertion_deletion.py", "--quick", "--output", str(tmp_path / "c.png"))
+    assert "insertion" in out and "plot saved" in out

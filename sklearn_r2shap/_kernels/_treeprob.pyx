@@ -5,8 +5,8 @@
 # A leaf v with d distinct path features F_v contributes to feature i in F_v
 #     (X_iv - R_iv) < G_v(y) / (R_iv + X_iv y), q^(d) >,
 #     G_v(y) = rho_v prod_{j in F_v} (R_jv + X_jv y)
-# (the paper's rho c_v / c_r prod (1 + gamma y) written with R = 1 / gamma
-# scales, so no cover is divided by), where <., .> is the inner product of
+# (the paper's rho_v c_v / c_r prod (1 + gamma_j y) with gamma = X / R
+# multiplied out, so no cover is divided by), where <., .> is the inner product of
 # coefficient vectors and q^(d)_k = sum_{j=0}^{n-d} C(n-d, j) w(k + j) sums
 # the weights over the n - d features not on the path. A null player adds a
 # factor (1 + y) and leaves the value unchanged (Lemma 3:
@@ -27,13 +27,17 @@
 # eps 2^M / M (Appendix H); the Gauss-Legendre kernel in _semivalues.pyx
 # computes semivalues without this loss.
 #
-# Per tree and row: a down pass computes every node's factor R + X omega_l
-# and the product of the factors of its path (the factor of a repeated
-# feature replaced, Algorithm 4 line 5; a product is kept as its non-zero
-# factors and a count of zero factors, because R = X = 1 vanishes at
-# omega = -1); an up pass sums the padded leaf terms and credits feature j
-# with (X_k - R_k) Re sum_l Q_l H_k(omega_l) / (R_k + X_k omega_l). Where
-# X_k != R_k the divisor is never 0 on the unit circle (X in {0, 1}, R >= 0).
+# Per tree and row, one pass over the nodes in preorder keeps only the
+# current root-to-node path on a stack (the paper's Theta(D^2 + L) space
+# remark): entering node k computes its factor R_k + X_k omega_l and the
+# product of its path's factors (the factor of a repeated feature replaced,
+# Algorithm 4 line 5; kept as the product of the non-zero factors and a count
+# of zero factors, because R = X = 1 vanishes at omega = -1, an evaluated
+# root when M is even); leaving k (once its subtree is done) credits feature
+# j of the edge into k with (X_k - R_k) Re sum_l Q_l H_k(omega_l) / f_k(omega_l)
+# and passes k's subtree sum to its parent and, with a minus sign, to the
+# H of the edge of j above (Lemma 2 as in TreeGrad). Where X_k != R_k the
+# divisor f_k is never 0 on the unit circle (X in {0, 1}, R >= 0).
 import numpy as np
 
 from cython.parallel cimport parallel, prange
@@ -47,44 +51,99 @@ cdef struct ProbScratch:
     double* ratio_prod             # R_k, per node
     double* follow_prod            # X_k, per node
     uint8_t* left_taken            # whether x goes left, per node
-    int64_t* distinct              # distinct features on the path to k
-    double complex* factor         # R_k + X_k omega_l, (nodes, m)
-    double complex* nonzero_prod   # product of the path's non-zero factors, (nodes, m)
-    int64_t* zeros                 # number of zero factors on the path, (nodes, m)
-    double complex* subtree        # sum of padded leaf terms below k, (nodes, m, n_values)
-    double complex* deepest        # H_k minus the subtree, (nodes, m, n_values)
+    int64_t* level                 # depth of every node of the tree
+    # the stack: one entry per depth of the current path
+    int64_t* node                  # (depth + 1)
+    int64_t* distinct              # distinct features on the path to the entry's node
+    double complex* factor         # R + X omega_l, (depth + 1, m)
+    double complex* inverse        # 1 / (R + X omega_l), 0 where the factor is 0
+    double complex* nonzero_prod   # product of the path's non-zero factors, (depth + 1, m)
+    int64_t* zeros                 # number of zero factors on the path, (depth + 1, m)
+    double complex* subtree        # sum of padded leaf terms below, (depth + 1, m, n_values)
+    double complex* deepest        # H minus the subtree, (depth + 1, m, n_values)
 
 
-cdef ProbScratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
+cdef ProbScratch scratch_alloc(int64_t n_nodes, int64_t depth, int64_t m,
+                               int64_t n_values) noexcept nogil:
     cdef ProbScratch sc
+    cdef int64_t levels = depth + 1
     sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
     sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
     sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
-    sc.distinct = <int64_t*> malloc(n_nodes * sizeof(int64_t))
-    sc.factor = <double complex*> malloc(n_nodes * m * sizeof(double complex))
-    sc.nonzero_prod = <double complex*> malloc(n_nodes * m * sizeof(double complex))
-    sc.zeros = <int64_t*> malloc(n_nodes * m * sizeof(int64_t))
-    sc.subtree = <double complex*> malloc(n_nodes * m * n_values * sizeof(double complex))
-    sc.deepest = <double complex*> malloc(n_nodes * m * n_values * sizeof(double complex))
+    sc.level = <int64_t*> malloc(n_nodes * sizeof(int64_t))
+    sc.node = <int64_t*> malloc(levels * sizeof(int64_t))
+    sc.distinct = <int64_t*> malloc(levels * sizeof(int64_t))
+    sc.factor = <double complex*> malloc(levels * m * sizeof(double complex))
+    sc.inverse = <double complex*> malloc(levels * m * sizeof(double complex))
+    sc.nonzero_prod = <double complex*> malloc(levels * m * sizeof(double complex))
+    sc.zeros = <int64_t*> malloc(levels * m * sizeof(int64_t))
+    sc.subtree = <double complex*> malloc(levels * m * n_values * sizeof(double complex))
+    sc.deepest = <double complex*> malloc(levels * m * n_values * sizeof(double complex))
     return sc
 
 
 cdef bint scratch_failed(const ProbScratch* sc) noexcept nogil:
     return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.left_taken == NULL
-            or sc.distinct == NULL or sc.factor == NULL or sc.nonzero_prod == NULL
-            or sc.zeros == NULL or sc.subtree == NULL or sc.deepest == NULL)
+            or sc.level == NULL or sc.node == NULL or sc.distinct == NULL
+            or sc.factor == NULL or sc.inverse == NULL or sc.nonzero_prod == NULL or sc.zeros == NULL
+            or sc.subtree == NULL or sc.deepest == NULL)
 
 
 cdef void scratch_free(ProbScratch* sc) noexcept nogil:
     free(sc.ratio_prod)
     free(sc.follow_prod)
     free(sc.left_taken)
+    free(sc.level)
+    free(sc.node)
     free(sc.distinct)
     free(sc.factor)
+    free(sc.inverse)
     free(sc.nonzero_prod)
     free(sc.zeros)
     free(sc.subtree)
     free(sc.deepest)
+
+
+cdef inline double complex reciprocal(double complex z) noexcept nogil:
+    """1 / z (0 for z = 0) with one real division; C's complex division
+    (which rescales against overflow) only where |z|^2 would underflow."""
+    cdef double norm = z.real * z.real + z.imag * z.imag
+    if norm > 1e-280:
+        return z.conjugate() * (1.0 / norm)
+    if z == 0.0:
+        return 0.0
+    return 1.0 / z
+
+
+cdef inline void leave(
+    const Forest* f, int64_t t, int64_t top, int64_t m,
+    const double complex* weights, ProbScratch* sc, double* out,
+) noexcept nogil:
+    """Credit the edge into the node at stack level ``top`` (>= 1) and pass
+    its subtree sum up (lines 13-18)."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t W = f.n_values
+    cdef int64_t kk = sc.node[top]
+    cdef int64_t k = start + kk
+    cdef int64_t q = f.prev_same[k]
+    cdef int64_t j = f.feature[f.parent[k]]
+    cdef double d = sc.follow_prod[kk] - sc.ratio_prod[kk]
+    cdef int64_t a = top * m * W
+    cdef int64_t b = (top - 1) * m * W
+    cdef int64_t c = sc.level[q - start] * m * W if q >= 0 else 0
+    cdef int64_t l, w, o
+    cdef double complex acc, s
+    for w in range(W):
+        acc = 0.0
+        for l in range(m):
+            s = sc.subtree[a + l * W + w]
+            if d != 0.0:  # then f_k(omega_l) != 0
+                acc = acc + weights[l] * (sc.deepest[a + l * W + w] + s) * sc.inverse[top * m + l]
+            sc.subtree[b + l * W + w] = sc.subtree[b + l * W + w] + s
+            if q >= 0:
+                sc.deepest[c + l * W + w] = sc.deepest[c + l * W + w] - s
+        o = f.tree_output[t] if W == 1 else w
+        out[o * f.n_features + j] += d * acc.real
 
 
 cdef void tree_probabilistic(
@@ -101,12 +160,14 @@ cdef void tree_probabilistic(
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t W = f.n_values
     cdef int64_t m = M // 2 + 1
-    cdef int64_t kk, k, pl, ql, q, l, w, a, b, o, j, zeros, e
-    cdef double rk, xk, d, value
-    cdef double complex fk, fq, prod, acc, h
+    cdef int64_t kk, k, q, l, w, a, zeros, e, top, dep, up, prev
+    cdef double rk, xk
+    cdef double complex fk, prod
     if n == 1:
         return
     path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
+    sc.level[0] = 0
+    sc.node[0] = 0
     sc.distinct[0] = 0
     for l in range(m):
         sc.nonzero_prod[l] = 1.0
@@ -114,37 +175,45 @@ cdef void tree_probabilistic(
     for l in range(m * W):
         sc.subtree[l] = 0.0
         sc.deepest[l] = 0.0
-    # down: the (padded) polynomial G_v of every leaf, at the roots of unity
+    top = 0
     for kk in range(1, n):
         k = start + kk
-        pl = f.parent[k] - start
+        dep = sc.level[f.parent[k] - start] + 1
+        sc.level[kk] = dep
+        while top >= dep:  # the subtrees of the deeper nodes on the stack are done
+            leave(f, t, top, m, weights, sc, out)
+            top = top - 1
+        # enter k: the (padded) polynomial of its path at the roots of unity
+        up = dep - 1
         q = f.prev_same[k]
+        prev = sc.level[q - start] if q >= 0 else 0
         rk = sc.ratio_prod[kk]
         xk = sc.follow_prod[kk]
-        sc.distinct[kk] = sc.distinct[pl] + (1 if q < 0 else 0)
+        sc.node[dep] = kk
+        sc.distinct[dep] = sc.distinct[up] + (1 if q < 0 else 0)
         for l in range(m):
             fk = rk + xk * points[l]
-            sc.factor[kk * m + l] = fk
-            prod = sc.nonzero_prod[pl * m + l]
-            zeros = sc.zeros[pl * m + l]
+            sc.factor[dep * m + l] = fk
+            sc.inverse[dep * m + l] = reciprocal(fk)
+            prod = sc.nonzero_prod[up * m + l]
+            zeros = sc.zeros[up * m + l]
             if q >= 0:  # p(y) / (R_q + X_q y) * (R_k + X_k y), Algorithm 4 line 5
-                fq = sc.factor[(q - start) * m + l]
-                if fq == 0.0:
+                if sc.factor[prev * m + l] == 0.0:
                     zeros = zeros - 1
                 else:
-                    prod = prod / fq
+                    prod = prod * sc.inverse[prev * m + l]
             if fk == 0.0:
                 zeros = zeros + 1
             else:
                 prod = prod * fk
-            sc.nonzero_prod[kk * m + l] = prod
-            sc.zeros[kk * m + l] = zeros
-        a = kk * m * W
+            sc.nonzero_prod[dep * m + l] = prod
+            sc.zeros[dep * m + l] = zeros
+        a = dep * m * W
         if f.left[k] < 0:  # a leaf: rho_v G_v (1 + y)^(M - d), line 10
-            e = M - sc.distinct[kk]
+            e = M - sc.distinct[dep]
             for l in range(m):
-                if sc.zeros[kk * m + l] == 0:
-                    prod = sc.nonzero_prod[kk * m + l] * pad[l * (M + 1) + e]
+                if sc.zeros[dep * m + l] == 0:
+                    prod = sc.nonzero_prod[dep * m + l] * pad[l * (M + 1) + e]
                 else:
                     prod = 0.0
                 for w in range(W):
@@ -154,27 +223,10 @@ cdef void tree_probabilistic(
             for l in range(m * W):
                 sc.subtree[a + l] = 0.0
                 sc.deepest[a + l] = 0.0
-    # up: H_k, decoded against q^(M) (lines 13-18)
-    for kk in range(n - 1, 0, -1):
-        k = start + kk
-        pl = f.parent[k] - start
-        q = f.prev_same[k]
-        d = sc.follow_prod[kk] - sc.ratio_prod[kk]
-        j = f.feature[f.parent[k]]
-        a = kk * m * W
-        b = pl * m * W
-        for w in range(W):
-            acc = 0.0
-            for l in range(m):
-                h = sc.deepest[a + l * W + w] + sc.subtree[a + l * W + w]
-                if d != 0.0:  # then R_k + X_k omega_l != 0
-                    acc = acc + weights[l] * h / sc.factor[kk * m + l]
-                sc.subtree[b + l * W + w] = sc.subtree[b + l * W + w] + sc.subtree[a + l * W + w]
-                if q >= 0:
-                    ql = (q - start) * m * W + l * W + w
-                    sc.deepest[ql] = sc.deepest[ql] - sc.subtree[a + l * W + w]
-            o = f.tree_output[t] if W == 1 else w
-            out[o * f.n_features + j] += d * acc.real
+        top = dep
+    while top >= 1:
+        leave(f, t, top, m, weights, sc, out)
+        top = top - 1
 
 
 def tree_depths(ens):
@@ -200,7 +252,7 @@ def reduce_weights(weights, M):
     no cancellation for non-negative ones)."""
     q = np.asarray(weights, dtype=np.float64)
     for _ in range(len(q) - M):
-        q = q[:-1] + q[1:]
+        q = q[:len(q) - 1] + q[1:]
     return q
 
 
@@ -215,6 +267,8 @@ def encoding(q):
     m = M // 2 + 1
     l = np.arange(m)
     points = np.exp(2j * np.pi * l / M)
+    if M % 2 == 0:
+        points[M // 2] = -1.0  # exactly: R = X = 1 gives a factor that is exactly 0 there
     # Q_l = (1/M) sum_c q_c conj(omega_l)^c, with the exponent c l reduced mod M
     c = np.arange(M)
     Q = (np.exp(-2j * np.pi * ((np.outer(l, c) % M) / M)) @ q) / M
@@ -234,7 +288,8 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     n = ens.n_features
-    tree_m_np = np.minimum(tree_depths(ens), n).astype(np.int64)
+    depths = tree_depths(ens)
+    tree_m_np = np.minimum(depths, n).astype(np.int64)
     sizes = sorted(set(int(M) for M in tree_m_np if M > 0))
     point_parts, weight_parts, pad_parts = [], [], []
     point_at, pad_at = {}, {}
@@ -259,6 +314,7 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     cdef const double complex[::1] pad_v = np.concatenate(
         pad_parts or [np.ones(1, np.complex128)]).astype(np.complex128)
     cdef int64_t m_max = max(sizes) // 2 + 1 if sizes else 1
+    cdef int64_t max_depth = int(depths.max(initial=0))
     cdef Py_ssize_t i
     cdef int64_t t
     cdef ProbScratch sc
@@ -267,7 +323,7 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
         return
     with nogil, parallel(num_threads=n_threads):
         # assigned inside the block, so each thread has its own scratch
-        sc = scratch_alloc(f.max_tree_nodes, m_max, f.n_values)
+        sc = scratch_alloc(f.max_tree_nodes, max_depth, m_max, f.n_values)
         if scratch_failed(&sc):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=8):

@@ -1,0 +1,708 @@
+# Shapley values of piecewise-linear trees (DESIGN.md section 4;
+# shap-piecewise-linear-trees.txt), by the TreeGrad quadrature of
+# _semivalues.pyx with leaf values that depend on the quadrature point.
+#
+# Leaf l predicts b_l + sum_{k in K_l} a_lk x_k, or its fallback value fb_l
+# when one of those x_k is NaN (LightGBM linear_tree). In the game, a feature
+# k not in S takes its leaf mean mu_lk, so with c_l = b_l + sum_k a_lk mu_lk,
+# d_lk = a_lk (x_k - mu_lk), U_l the linear features with NaN x_k and L_l the
+# others, leaf l's value at S is
+#     fb_l                                           if some k in U_l is in S,
+#     c_l + sum_{k in L_l, k in S} d_lk              otherwise,
+# weighted by the path weight w_l(S) = prod_{j on the path} (R_jl or X_jl).
+# Every part is a product of one factor per feature, so the multilinear
+# extension of leaf l at z = t 1 is s_l(t) V_l(t) with s_l the path product
+# of f_j(t) = (1 - t) R_j + t X_j and
+#     V_l(t) = fb_l + N_l(t) (c_l - fb_l + sum_{k in L_l} d_lk eps_lk(t)),
+#     N_l(t) = prod_{k in U_l} rho_lk(t),
+#     eps_lk = t X_k / f_k (k on the path) or t (off the path),
+#     rho_lk = (1 - t) R_k / f_k (k on the path) or 1 - t (off the path):
+# a linear feature's factor is "in S only" (z X or z), a NaN feature's factor
+# "out of S only" ((1 - z) R or 1 - z). The TreeGrad up pass with leaf terms
+# s_l V_l gives every path feature j the part (X_j - R_j) / f_j s_l V_l of its
+# derivative; the terms whose factor for a linear feature k is not f_k get a
+# correction at the leaf,
+#     k in L_l:  s_l N_l d_lk eps_lk (1 / t - D_k),
+#     k in U_l:  s_l N_l (c_l - fb_l + sum d eps) (-1 / (1 - t) - D_k),
+# with D_k = (X_k - R_k) / f_k on the path and 0 off it. The rational parts
+# cancel at every node, so the quadrature integrates a polynomial of degree
+# |path features of l union K_l| - 1 and is exact with enough nodes.
+#
+# Covers (through the cover ratios) and leaf means are inputs, computed by
+# ``leaf_statistics`` from background data, not read from the model. The
+# second half of the file tabulates the same values per leaf and pattern for
+# many rows of shallow trees (as _semivalues.pyx does for constant leaves).
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport malloc, free
+from libc.math cimport isnan
+
+from ._forest cimport Forest, forest_from, goes_left, next_node, path_factors
+
+
+cdef struct Linear:
+    const int64_t* start    # (n_nodes + 1): entries of leaf k are start[k]:start[k + 1]
+    const int64_t* feature  # (n_entries,)
+    const double* coef      # (n_entries,)
+    const double* mean      # (n_entries,): mu_lk
+    const int64_t* node     # (n_entries,): local index of the deepest k-edge on the path, or -1
+    const double* const_    # (n_nodes, n_values): c_l
+    const double* fallback  # (n_nodes, n_values): fb_l
+
+
+cdef struct PwScratch:
+    double* ratio_prod   # R_k, per node
+    double* follow_prod  # X_k, per node
+    double* factor       # f_k(t_l), (nodes, m)
+    double* inv_factor   # 1 / f_k(t_l), 0 where f_k = 0 (then R_k = X_k = 0), (nodes, m)
+    double* path_prod    # s_k(t_l), (nodes, m)
+    double* subtree      # leaf terms below k, (nodes, m, n_values)
+    double* deepest      # H_k, (nodes, m, n_values)
+    double* sigma        # sum_k d_k eps_k(t_l) of one leaf, (m,)
+    uint8_t* left_taken
+
+
+cdef PwScratch pw_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
+    cdef PwScratch sc
+    sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
+    sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
+    sc.factor = <double*> malloc(n_nodes * m * sizeof(double))
+    sc.inv_factor = <double*> malloc(n_nodes * m * sizeof(double))
+    sc.path_prod = <double*> malloc(n_nodes * m * sizeof(double))
+    sc.subtree = <double*> malloc(n_nodes * m * n_values * sizeof(double))
+    sc.deepest = <double*> malloc(n_nodes * m * n_values * sizeof(double))
+    sc.sigma = <double*> malloc(m * sizeof(double))
+    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    return sc
+
+
+cdef bint pw_failed(const PwScratch* sc) noexcept nogil:
+    return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.factor == NULL
+            or sc.inv_factor == NULL or sc.path_prod == NULL or sc.subtree == NULL
+            or sc.deepest == NULL or sc.sigma == NULL or sc.left_taken == NULL)
+
+
+cdef void pw_free(PwScratch* sc) noexcept nogil:
+    free(sc.ratio_prod)
+    free(sc.follow_prod)
+    free(sc.factor)
+    free(sc.inv_factor)
+    free(sc.path_prod)
+    free(sc.subtree)
+    free(sc.deepest)
+    free(sc.sigma)
+    free(sc.left_taken)
+
+
+cdef inline void leaf_terms(
+    const Forest* f, const Linear* lin, int64_t k, int64_t kk, int64_t o, const double* x,
+    const double* points, const double* weights, int64_t m, PwScratch* sc, double* out,
+) noexcept nogil:
+    """Leaf ``k`` (local ``kk``): its terms s_l V_l into ``subtree`` and the
+    corrections of its linear features into ``out`` (row of output ``o``)."""
+    cdef int64_t W = f.n_values
+    cdef int64_t e0 = lin.start[k]
+    cdef int64_t e1 = lin.start[k + 1]
+    cdef int64_t a = kk * m * W
+    cdef int64_t l, w, e, j, q
+    cdef double tl, s, n_prod, sigma, inv, d, eps, big_d, fb, scale, rest, r, acc, c
+    cdef bint has_nan = False
+    if e0 == e1:  # constant leaf
+        for l in range(m):
+            s = sc.path_prod[kk * m + l]
+            for w in range(W):
+                sc.subtree[a + l * W + w] = lin.const_[k * W + w] * s
+        return
+    # linear entries exist only with one value per leaf (W == 1)
+    for e in range(e0, e1):
+        if isnan(x[lin.feature[e]]):
+            has_nan = True
+            break
+    c = lin.const_[k]
+    if not has_nan:
+        # V(t) = c + sum_k d_k eps_k(t); the correction of k is
+        # s d R / f^2 (on the path, X = 1) or s d (off the path)
+        for l in range(m):
+            sc.sigma[l] = 0.0
+        for e in range(e0, e1):
+            j = lin.feature[e]
+            q = lin.node[e]
+            d = lin.coef[e] * (x[j] - lin.mean[e])
+            acc = 0.0
+            if q < 0:
+                for l in range(m):
+                    sc.sigma[l] += d * points[l]
+                    acc = acc + weights[l] * sc.path_prod[kk * m + l]
+            elif sc.follow_prod[q] != 0.0:
+                r = sc.ratio_prod[q]
+                for l in range(m):
+                    inv = sc.inv_factor[q * m + l]
+                    sc.sigma[l] += d * points[l] * inv
+                    acc = acc + weights[l] * sc.path_prod[kk * m + l] * inv * inv
+                acc = acc * r
+            out[o * f.n_features + j] += d * acc
+        for l in range(m):
+            sc.subtree[a + l] = (c + sc.sigma[l]) * sc.path_prod[kk * m + l]
+        return
+    fb = lin.fallback[k]
+    for l in range(m):
+        tl = points[l]
+        s = sc.path_prod[kk * m + l]
+        n_prod = 1.0
+        sigma = 0.0
+        for e in range(e0, e1):
+            j = lin.feature[e]
+            q = lin.node[e]
+            if isnan(x[j]):
+                if q >= 0:
+                    n_prod = n_prod * (1.0 - tl) * sc.ratio_prod[q] * sc.inv_factor[q * m + l]
+                else:
+                    n_prod = n_prod * (1.0 - tl)
+            else:
+                d = lin.coef[e] * (x[j] - lin.mean[e])
+                if q >= 0:
+                    eps = tl * sc.follow_prod[q] * sc.inv_factor[q * m + l]
+                else:
+                    eps = tl
+                sigma = sigma + d * eps
+        rest = c - fb + sigma
+        sc.subtree[a + l] = (fb + n_prod * rest) * s
+        scale = weights[l] * s * n_prod
+        if scale == 0.0:
+            continue
+        for e in range(e0, e1):
+            j = lin.feature[e]
+            q = lin.node[e]
+            big_d = 0.0
+            if q >= 0:
+                big_d = (sc.follow_prod[q] - sc.ratio_prod[q]) * sc.inv_factor[q * m + l]
+            if isnan(x[j]):
+                out[o * f.n_features + j] += scale * rest * (-1.0 / (1.0 - tl) - big_d)
+            else:
+                if q >= 0:
+                    eps = tl * sc.follow_prod[q] * sc.inv_factor[q * m + l]
+                else:
+                    eps = tl
+                if eps != 0.0:
+                    d = lin.coef[e] * (x[j] - lin.mean[e])
+                    out[o * f.n_features + j] += scale * d * eps * (1.0 / tl - big_d)
+
+
+cdef void tree_piecewise(
+    const Forest* f, const Linear* lin, int64_t t, const double* x,
+    const double* points, const double* weights, int64_t m,
+    PwScratch* sc, double* out,
+) noexcept nogil:
+    """Add sum_l weights[l] * grad F_t(points[l] * 1) of the piecewise-linear
+    game of tree ``t`` to ``out`` (n_outputs, p)."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t W = f.n_values
+    cdef int64_t o = f.tree_output[t] if W == 1 else 0
+    cdef int64_t kk, k, pl, ql, q, l, w, a, b, j, oo
+    cdef double rk, xk, fk, d, acc
+    path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
+    for l in range(m):
+        sc.path_prod[l] = 1.0
+        sc.factor[l] = 1.0
+        sc.inv_factor[l] = 1.0
+    for l in range(m * W):
+        sc.subtree[l] = 0.0
+        sc.deepest[l] = 0.0
+    if n == 1:  # a single leaf: only its linear features can gain
+        leaf_terms(f, lin, start, 0, o, x, points, weights, m, sc, out)
+        return
+    for kk in range(1, n):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        rk = sc.ratio_prod[kk]
+        xk = sc.follow_prod[kk]
+        for l in range(m):
+            fk = rk + points[l] * (xk - rk)
+            sc.factor[kk * m + l] = fk
+            # f_k = 0 only where R = X = 0: the factor vanishes for every t
+            sc.inv_factor[kk * m + l] = 1.0 / fk if fk != 0.0 else 0.0
+            sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk
+        if q >= 0:  # replace the factor of the feature's earlier edge
+            ql = q - start
+            for l in range(m):
+                sc.path_prod[kk * m + l] = sc.path_prod[kk * m + l] * sc.inv_factor[ql * m + l]
+        a = kk * m * W
+        for l in range(m * W):
+            sc.deepest[a + l] = 0.0
+        if f.left[k] < 0:
+            leaf_terms(f, lin, k, kk, o, x, points, weights, m, sc, out)
+        else:
+            for l in range(m * W):
+                sc.subtree[a + l] = 0.0
+    for kk in range(n - 1, 0, -1):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        d = sc.follow_prod[kk] - sc.ratio_prod[kk]
+        j = f.feature[f.parent[k]]
+        a = kk * m * W
+        b = pl * m * W
+        for w in range(W):
+            acc = 0.0
+            for l in range(m):
+                acc = acc + (weights[l] * (sc.deepest[a + l * W + w] + sc.subtree[a + l * W + w])
+                             * sc.inv_factor[kk * m + l])
+                sc.subtree[b + l * W + w] += sc.subtree[a + l * W + w]
+                if q >= 0:
+                    sc.deepest[(q - start) * m * W + l * W + w] -= sc.subtree[a + l * W + w]
+            oo = o if W == 1 else w
+            out[oo * f.n_features + j] += d * acc
+
+
+cdef Linear linear_from(const int64_t[::1] start, const int64_t[::1] feature,
+                        const double[::1] coef, const double[::1] mean,
+                        const int64_t[::1] node, const double[:, ::1] const_,
+                        const double[:, ::1] fallback):
+    cdef Linear lin
+    lin.start = &start[0]
+    lin.feature = &feature[0] if feature.shape[0] else NULL
+    lin.coef = &coef[0] if coef.shape[0] else NULL
+    lin.mean = &mean[0] if mean.shape[0] else NULL
+    lin.node = &node[0] if node.shape[0] else NULL
+    lin.const_ = &const_[0, 0]
+    lin.fallback = &fallback[0, 0]
+    return lin
+
+
+def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ratio,
+                         const double[:, ::1] leaf_const, const double[:, ::1] fallback,
+                         const int64_t[::1] linear_start, const int64_t[::1] linear_feature,
+                         const double[::1] linear_coef, const double[::1] linear_mean,
+                         const int64_t[::1] linear_node, const double[::1] points,
+                         const double[::1] weights, const int64_t[::1] trees,
+                         double[:, :, ::1] out, int n_threads):
+    """Add sum_l weights[l] * grad F_x(points[l] * 1) of the piecewise-linear
+    game of the given trees to ``out`` (n_rows, n_outputs, n_features);
+    Gauss-Legendre nodes and weights on (0, 1) give the Shapley values.
+
+    ``cover_ratio`` replaces the ensemble's own (covers from background
+    data); ``leaf_const`` holds c_l = b_l + sum_k a_lk mu_lk.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef Linear lin = linear_from(linear_start, linear_feature, linear_coef, linear_mean,
+                                  linear_node, leaf_const, fallback)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t m = points.shape[0]
+    cdef Py_ssize_t i
+    cdef int64_t t
+    cdef PwScratch sc
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if cover_ratio.shape[0] != f.n_nodes or leaf_const.shape[0] != f.n_nodes:
+        raise ValueError("cover_ratio and leaf_const need one entry per node")
+    if linear_feature.shape[0] and f.n_values != 1:
+        raise ValueError("linear leaves need one value per leaf")
+    f.ratio = &cover_ratio[0]
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        sc = pw_alloc(f.max_tree_nodes, m, f.n_values)
+        if pw_failed(&sc):
+            failed[0] = 1
+        for i in prange(n_rows, schedule="dynamic", chunksize=16):
+            if failed[0]:
+                continue
+            for t in range(trees.shape[0]):
+                tree_piecewise(&f, &lin, trees[t], &X[i, 0], &points[0], &weights[0], m,
+                               &sc, &out[i, 0, 0])
+        pw_free(&sc)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+def linear_structure(ens, const int64_t[::1] linear_start, const int64_t[::1] linear_feature):
+    """Row-independent structure of the linear terms.
+
+    Returns ``node`` (n_entries,): for entry e of leaf l on feature k, the
+    local index (within l's tree) of the deepest edge on l's path that splits
+    on k, or -1 when k is not on the path; and ``leaf_dim`` (n_nodes,): the
+    number of distinct features on a leaf's path or among its linear
+    features (0 for internal nodes), which fixes the quadrature degree.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef int64_t n_entries = linear_feature.shape[0]
+    cdef int64_t[::1] node = np.full(n_entries, -1, dtype=np.int64)
+    cdef int64_t[::1] leaf_dim = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef int64_t[::1] tree_of = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef int64_t k, c, p, e, t, distinct
+    for t in range(f.n_trees):
+        for k in range(f.tree_start[t], f.tree_start[t + 1]):
+            tree_of[k] = t
+    with nogil:
+        for k in range(f.n_nodes):
+            if f.left[k] >= 0:
+                continue
+            distinct = 0
+            c = k
+            while f.parent[c] >= 0:
+                p = f.parent[c]
+                if f.prev_same[c] < 0:  # the topmost edge of its feature
+                    distinct = distinct + 1
+                for e in range(linear_start[k], linear_start[k + 1]):
+                    if node[e] < 0 and linear_feature[e] == f.feature[p]:
+                        node[e] = c - f.tree_start[tree_of[k]]
+                c = p
+            for e in range(linear_start[k], linear_start[k + 1]):
+                if node[e] < 0:
+                    distinct = distinct + 1
+            leaf_dim[k] = distinct
+    return np.asarray(node), np.asarray(leaf_dim)
+
+
+def leaf_statistics(ens, const double[:, ::1] B, const double[::1] weight,
+                    const int64_t[::1] linear_start, const int64_t[::1] linear_feature,
+                    int n_threads):
+    """Route the background rows ``B`` through every tree.
+
+    Returns ``cover`` (n_nodes,): the weight of the rows reaching each node;
+    ``complete`` (n_nodes,): per leaf, the weight of its rows whose linear
+    features are all non-NaN; ``entry_sum`` (n_entries,): per linear entry,
+    the weighted sum of its feature over those complete rows.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef double[::1] cover = np.zeros(f.n_nodes)
+    cdef double[::1] complete = np.zeros(f.n_nodes)
+    cdef double[::1] entry_sum = np.zeros(linear_feature.shape[0])
+    cdef Py_ssize_t n_rows = B.shape[0]
+    cdef Py_ssize_t t
+    cdef int64_t i, node, e
+    cdef bint ok
+    if n_rows == 0:
+        return np.asarray(cover), np.asarray(complete), np.asarray(entry_sum)
+    # by tree: the nodes of different trees are disjoint, so no thread
+    # writes where another does
+    for t in prange(f.n_trees, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        for i in range(n_rows):
+            node = f.tree_start[t]
+            cover[node] += weight[i]
+            while f.left[node] >= 0:
+                node = next_node(&f, node, &B[i, 0])
+                cover[node] += weight[i]
+            if linear_start[node] == linear_start[node + 1]:
+                continue
+            ok = True
+            for e in range(linear_start[node], linear_start[node + 1]):
+                if isnan(B[i, linear_feature[e]]):
+                    ok = False
+                    break
+            if ok:
+                complete[node] += weight[i]
+                for e in range(linear_start[node], linear_start[node + 1]):
+                    entry_sum[e] += weight[i] * B[i, linear_feature[e]]
+    return np.asarray(cover), np.asarray(complete), np.asarray(entry_sum)
+
+
+def predict_linear(ens, const double[:, ::1] X, const int64_t[::1] linear_start,
+                   const int64_t[::1] linear_feature, const double[::1] linear_coef,
+                   const double[:, ::1] fallback, int n_threads):
+    """f(x) with linear leaves: b_l + sum_k a_lk x_k, or fb_l if one of the
+    x_k is NaN. Shape (n_rows, n_outputs), base value included."""
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value, dtype=np.float64), (n_rows, 1))
+    cdef Py_ssize_t i
+    cdef int64_t t, node, w, e
+    cdef double acc
+    cdef bint nan_found
+    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        for t in range(f.n_trees):
+            node = f.tree_start[t]
+            while f.left[node] >= 0:
+                node = next_node(&f, node, &X[i, 0])
+            if linear_start[node] < linear_start[node + 1]:  # one value per leaf
+                acc = f.value[node]
+                nan_found = False
+                for e in range(linear_start[node], linear_start[node + 1]):
+                    if isnan(X[i, linear_feature[e]]):
+                        nan_found = True
+                        break
+                    acc = acc + linear_coef[e] * X[i, linear_feature[e]]
+                if nan_found:
+                    acc = fallback[node, 0]
+                out[i, f.tree_output[t]] += acc
+            elif f.n_values == 1:
+                out[i, f.tree_output[t]] += f.value[node]
+            else:
+                for w in range(f.n_values):
+                    out[i, w] += f.value[node * f.n_values + w]
+    return np.asarray(out)
+
+
+def root_means(ens, const double[::1] cover_ratio, const double[:, ::1] leaf_value):
+    """Per tree, sum over leaves of (product of cover ratios on the path) * leaf_value:
+    v(empty) of each tree, shape (n_trees, n_values)."""
+    cdef Forest f = forest_from(ens)
+    cdef double[:, ::1] mean = np.where(
+        (np.asarray(ens.children_left) < 0)[:, None], leaf_value, 0.0)
+    cdef int64_t k, p, w
+    with nogil:
+        for k in range(f.n_nodes - 1, -1, -1):  # children after parents
+            p = f.parent[k]
+            if p >= 0:
+                for w in range(f.n_values):
+                    mean[p, w] += cover_ratio[k] * mean[k, w]
+    roots = np.asarray(ens.tree_start)
+    return np.asarray(mean)[roots[:len(roots) - 1]]
+
+
+# Pattern tables (many NaN-free rows, shallow trees), as in _semivalues.pyx.
+# In leaf l only X depends on the row (through the pattern A of 0/1 bits,
+# one per distinct path feature) and so do the multipliers x_k - mu_lk. A
+# linear feature off the path gets a virtual slot with R = X = 1 (factor 1).
+# With P_b(t) = prod_{c != b} f_c(t) over the d' slots, f_c = (1 - t) R_c + t A_c,
+# the Shapley values of the leaf's game (no NaN among its linear features) are
+#     phi_b = c_l T0[A, b] - sum_e mu_e a_e T_e[A, b] + sum_e x_k a_e T_e[A, b],
+#     T0[A, b] = (A_b - R_b) sum_t w_t P_b(t),
+#     T_e[A, b] = A_s (A_b - R_b) sum_t w_t t P_b(t) / f_s(t)   (b != s, slot s of e),
+#     T_e[A, s] = A_s sum_t w_t P_s(t),
+# (f_s >= t > 0 when A_s = 1; T_e = 0 when A_s = 0). A leaf's table holds,
+# for each pattern, the row c_l T0 - sum_e mu_e a_e T_e (row-independent),
+# then a_e T_e[A, b] by slot b and entry e: 2^d x (1 + n_entries) x d'
+# numbers. A row adds, per leaf and slot, the first row's entry plus the dot
+# product of the entries' x_k with that slot's n_entries numbers.
+
+def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] linear_feature):
+    """Extended slots of every leaf of a pattern structure (_semivalues.pattern_structure).
+
+    Returns ``ext_dim`` (per leaf, d' = d + linear features off the path),
+    ``ext_start`` and flat ``ext_feature`` / ``ext_ratio`` (the path slots,
+    then the virtual ones with R = 1), and ``entry_slot`` (per linear
+    entry, its slot in its leaf).
+    """
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef int64_t n_leaves = leaf_node.shape[0]
+    cdef int64_t[::1] ext_dim = np.zeros(n_leaves, dtype=np.int64)
+    cdef int64_t[::1] entry_slot = np.full(linear_feature.shape[0], -1, dtype=np.int64)
+    cdef int64_t v, k, e, b, d, extra
+    with nogil:
+        for v in range(n_leaves):
+            k = leaf_node[v]
+            d = dim[v]
+            extra = 0
+            for e in range(linear_start[k], linear_start[k + 1]):
+                for b in range(d):
+                    if feature[fstart[v] + b] == linear_feature[e]:
+                        entry_slot[e] = b
+                        break
+                if entry_slot[e] < 0:
+                    entry_slot[e] = d + extra
+                    extra = extra + 1
+            ext_dim[v] = d + extra
+    ext_start = np.concatenate([[0], np.cumsum(ext_dim)]).astype(np.int64)
+    cdef int64_t[::1] ext_start_v = ext_start
+    cdef int64_t[::1] ext_feature = np.zeros(ext_start[n_leaves], dtype=np.int64)
+    cdef double[::1] ext_ratio = np.ones(ext_start[n_leaves])
+    with nogil:
+        for v in range(n_leaves):
+            k = leaf_node[v]
+            d = dim[v]
+            for b in range(d):
+                ext_feature[ext_start_v[v] + b] = feature[fstart[v] + b]
+                ext_ratio[ext_start_v[v] + b] = ratio[fstart[v] + b]
+            for e in range(linear_start[k], linear_start[k + 1]):
+                if entry_slot[e] >= d:
+                    ext_feature[ext_start_v[v] + entry_slot[e]] = linear_feature[e]
+    return np.asarray(ext_dim), ext_start, np.asarray(ext_feature), np.asarray(ext_ratio), \
+        np.asarray(entry_slot)
+
+
+def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_start,
+                  const double[::1] ext_ratio, const int64_t[::1] entry_slot,
+                  const int64_t[::1] linear_start, const double[::1] linear_coef,
+                  const double[::1] linear_mean, const double[:, ::1] leaf_const,
+                  const int64_t[::1] leaves,
+                  const int64_t[::1] table_start, const double[::1] points,
+                  const double[::1] weights, int n_threads):
+    """The tables of the given leaves (indices into the structure's leaf arrays);
+    leaf ``leaves[i]``'s block starts at ``table_start[i]``."""
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef int64_t n_leaves = leaves.shape[0]
+    cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
+    cdef int64_t m = points.shape[0]
+    cdef int64_t max_dim = int(np.max(ext_dim)) if ext_dim.shape[0] else 1
+    cdef Py_ssize_t i
+    cdef int64_t v, k, d, dp, ne, block, A, b, c, l, e, s, e0
+    cdef double tl, wl, c_l, inv, a_s
+    cdef const double* r
+    cdef double* row
+    cdef double* fac
+    cdef double* prefix
+    cdef double* others
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    with nogil, parallel(num_threads=n_threads):
+        fac = <double*> malloc(3 * (max_dim + 1) * sizeof(double))
+        if fac == NULL:
+            failed[0] = 1
+        prefix = fac + (max_dim + 1)
+        others = fac + 2 * (max_dim + 1)
+        for i in prange(n_leaves, schedule="dynamic"):
+            if failed[0]:
+                continue
+            v = leaves[i]
+            k = leaf_node[v]
+            d = dim[v]
+            dp = ext_dim[v]
+            e0 = linear_start[k]
+            ne = linear_start[k + 1] - e0
+            block = (1 + ne) * dp
+            r = &ext_ratio[ext_start[v]]
+            c_l = leaf_const[k, 0]
+            for A in range(1 << d):
+                row = &tables[table_start[i] + A * block]
+                for l in range(m):
+                    tl = points[l]
+                    wl = weights[l]
+                    for c in range(dp):
+                        if c < d:
+                            fac[c] = (1.0 - tl) * r[c] + tl * ((A >> c) & 1)
+                        else:
+                            fac[c] = 1.0
+                    # others[b] = prod_{c != b} fac[c], by prefix and suffix products
+                    prefix[0] = 1.0
+                    for c in range(dp):
+                        prefix[c + 1] = prefix[c] * fac[c]
+                    inv = 1.0  # running suffix product
+                    for c in range(dp - 1, -1, -1):
+                        others[c] = prefix[c] * inv
+                        inv = inv * fac[c]
+                    for b in range(d):
+                        row[b] += wl * (((A >> b) & 1) - r[b]) * others[b] * c_l
+                    for e in range(ne):
+                        s = entry_slot[e0 + e]
+                        a_s = ((A >> s) & 1) if s < d else 1.0
+                        if a_s == 0.0:
+                            continue
+                        inv = 1.0 / fac[s]
+                        for b in range(d):
+                            if b != s:
+                                row[dp + b * ne + e] += (wl * linear_coef[e0 + e]
+                                                         * (((A >> b) & 1) - r[b])
+                                                         * tl * others[b] * inv)
+                        row[dp + s * ne + e] += wl * linear_coef[e0 + e] * others[s]
+                # fold the row-independent part -mu_e of the multipliers into row 0
+                for b in range(dp):
+                    for e in range(ne):
+                        row[b] -= linear_mean[e0 + e] * row[dp + b * ne + e]
+        free(fac)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(tables)
+
+
+def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                          const double[::1] tables, const int64_t[::1] table_start,
+                          const int64_t[::1] ext_dim, const int64_t[::1] ext_start,
+                          const int64_t[::1] ext_feature,
+                          const int64_t[::1] linear_start, const int64_t[::1] linear_feature,
+                          double[:, :, ::1] out, int n_threads,
+                          int64_t block=256):
+    """Add the tabulated values of ``trees`` for rows without NaN in any linear
+    feature to ``out`` (n_rows, n_outputs, p). ``table_start`` is indexed by
+    the structure's leaf index. The ensemble's cover ratios are not used:
+    the rows' patterns only depend on the routing."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, n, kk, k, p, b, v, dp, o, e, e0, ne, lv, n_leaves
+    cdef int64_t width
+    cdef int64_t max_entries = (int(np.max(np.diff(linear_start)))
+                                if linear_start.shape[0] > 1 else 1)
+    cdef uint64_t bit, A
+    cdef double mult
+    cdef const double* row
+    cdef const double* entry_row
+    cdef const int64_t* feat
+    cdef double* orow
+    cdef double* acc
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        acc = <double*> malloc(max_entries * sizeof(double) + 8)
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL or acc == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0]:
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                n = f.tree_start[t + 1] - start
+                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
+                o = f.tree_output[t]
+                # 1. every row's pattern at every leaf
+                for i in range(i0, i1):
+                    left_taken[0] = goes_left(&f, start, &X[i, 0])
+                    pattern[0] = 0
+                    for kk in range(1, n):
+                        k = start + kk
+                        p = f.parent[k] - start
+                        b = node_slot[k]
+                        bit = (left_taken[p] == (f.left[start + p] == k))
+                        if f.prev_same[k] >= 0:
+                            bit = bit & (pattern[p] >> b)
+                        pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
+                        left_taken[kk] = goes_left(&f, k, &X[i, 0])
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                # 2. leaf by leaf
+                for lv in range(n_leaves):
+                    v = tree_leaf_start[t] + lv
+                    k = leaf_node[v]
+                    dp = ext_dim[v]
+                    e0 = linear_start[k]
+                    ne = linear_start[k + 1] - e0
+                    width = (1 + ne) * dp
+                    feat = &ext_feature[ext_start[v]]
+                    for i in range(i0, i1):
+                        A = leaf_pattern[(i - i0) * n_leaves + lv]
+                        row = &tables[table_start[v] + A * width]
+                        orow = &out[i, o, 0]
+                        if ne == 0:
+                            for b in range(dp):
+                                orow[feat[b]] += row[b]
+                            continue
+                        # the multipliers x_k (0 where x does not follow k's
+                        # edges: the table entries are 0 there too)
+                        for e in range(ne):
+                            acc[e] = X[i, linear_feature[e0 + e]]
+                        entry_row = row + dp
+                        for b in range(dp):
+                            mult = row[b]
+                            for e in range(ne):
+                                mult = mult + acc[e] * entry_row[e]
+                            orow[feat[b]] += mult
+                            entry_row = entry_row + ne
+        free(acc)
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -1,0 +1,718 @@
+"""Exact SHAP values of piecewise-linear tree ensembles (DESIGN.md section 4).
+
+A leaf of a piecewise-linear tree predicts ``b_l + sum_k a_lk x_k`` instead
+of a constant (LightGBM ``linear_tree=True``; the three tree types of
+Guryanov's paper, see :func:`piecewise_ensemble`). The game is the
+path-dependent value function of TreeSHAP in which, inside leaf ``l``, a
+linear feature ``k`` that is not in the coalition ``S`` takes its leaf mean
+``mu_lk``: the mean of ``x_k`` over the background rows routed to ``l``.
+LightGBM stores neither these means nor covers that match them, so both are
+computed from background data (pass the training data: then the covers are
+LightGBM's own counts and ``b_l + sum_k a_lk mu_lk`` is the leaf's mean
+prediction on the rows it was fitted on).
+
+:func:`piecewise_shap_values` is the functional form;
+:class:`PiecewiseLinearExplainer` fits a LightGBM ``linear_tree`` model (or
+takes a fitted one), explains it and selects features by mean ``|SHAP|``.
+
+Missing values follow LightGBM's rule: a leaf whose linear features include
+one with NaN predicts its constant fallback ``leaf_value``. In the game, leaf
+``l`` predicts the fallback when a linear feature with NaN is in ``S``
+(otherwise that feature sits at its mean), so the values add up to the
+model's prediction for every row, NaN or not. Leaf means are taken over the
+background rows whose linear features of that leaf are all non-NaN: the rows
+LightGBM fits the leaf's linear model on and predicts with it (0 for a leaf
+that no such row reaches: the leaf then sits at its constant ``b_l``).
+"""
+import numbers
+import time
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._kernels import _piecewise, _semivalues
+from ._model import TreeArrays, TreeEnsemble, to_ensemble
+from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
+from ._selector import BaseTreeSelector, _unfrozen
+from ._validation import check_rows, resolve_n_jobs
+from .explain import beta_quadrature
+
+__all__ = [
+    "piecewise_shap_values",
+    "piecewise_predict",
+    "piecewise_ensemble",
+    "PiecewiseLinearExplainer",
+]
+
+
+# ----------------------------------------------------------------------------
+# The game: covers and leaf means from background data
+
+
+@dataclass
+class _PiecewiseGame:
+    """Everything the kernel needs besides the rows (built once per background)."""
+
+    ensemble: TreeEnsemble
+    cover: np.ndarray  # (n_nodes,) background weight reaching each node
+    cover_ratio: np.ndarray  # (n_nodes,)
+    leaf_const: np.ndarray  # (n_nodes, n_values): c_l = b_l + sum_k a_lk mu_lk
+    fallback: np.ndarray  # (n_nodes, n_values)
+    linear_start: np.ndarray  # (n_nodes + 1,)
+    linear_feature: np.ndarray  # (n_entries,)
+    linear_coef: np.ndarray
+    linear_mean: np.ndarray  # mu_lk
+    linear_node: np.ndarray  # deepest edge on the path with the entry's feature, or -1
+    points: np.ndarray  # Gauss-Legendre nodes on (0, 1)
+    weights: np.ndarray
+    expected_value: np.ndarray  # (n_outputs,)
+    tables: Optional[dict] = None  # row-independent structure of the pattern tables
+
+
+def _linear_arrays(ensemble):
+    """(start, feature, coef, fallback) of the ensemble; empty for constant leaves."""
+    n_nodes = ensemble.n_nodes
+    if not ensemble.has_linear_leaves:
+        return (np.zeros(n_nodes + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                np.zeros(0), np.ascontiguousarray(ensemble.value, dtype=np.float64))
+    start = np.ascontiguousarray(ensemble.linear_start, dtype=np.int64)
+    feature = np.ascontiguousarray(ensemble.linear_feature, dtype=np.int64)
+    coef = np.ascontiguousarray(ensemble.linear_coef, dtype=np.float64)
+    fallback = ensemble.linear_fallback
+    fallback = ensemble.value if fallback is None else fallback
+    fallback = np.ascontiguousarray(np.asarray(fallback, dtype=np.float64).reshape(n_nodes, -1))
+    if start.shape != (n_nodes + 1,) or len(feature) != start[-1] or len(coef) != start[-1]:
+        raise ValueError("the ensemble's linear_start / linear_feature / linear_coef do not match.")
+    if len(feature) and ensemble.n_values != 1:
+        raise ValueError("linear leaves need one value per leaf (n_values == 1).")
+    if np.any(feature < 0) or np.any(feature >= ensemble.n_features):
+        raise ValueError(f"a linear feature index is outside [0, {ensemble.n_features}).")
+    if not np.all(np.isfinite(coef)):
+        raise ValueError("linear coefficients must be finite.")
+    entry_leaf = np.repeat(np.arange(n_nodes), np.diff(start))
+    if np.any(ensemble.children_left[entry_leaf] >= 0):
+        raise ValueError("an internal node has linear terms; only leaves may.")
+    if len(feature):
+        pairs = entry_leaf * ensemble.n_features + feature
+        if len(np.unique(pairs)) != len(pairs):
+            raise ValueError("a leaf lists the same linear feature twice; sum the coefficients.")
+    return start, feature, coef, fallback
+
+
+def _background_weight(weight, n_rows):
+    if weight is None:
+        return np.ones(n_rows)
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"background_weight must have shape ({n_rows},), got {weight.shape}.")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError("background_weight must be finite and non-negative.")
+    if not weight.sum() > 0:
+        raise ValueError("background_weight must not be all zero.")
+    return np.ascontiguousarray(weight)
+
+
+def _build_game(ensemble, background, background_weight, n_threads):
+    """Covers and leaf means from the background rows, then the leaf constants."""
+    start, feature, coef, fallback = _linear_arrays(ensemble)
+    B = check_rows(ensemble, background)
+    if B.shape[0] == 0:
+        raise ValueError("background must contain at least one row.")
+    weight = _background_weight(background_weight, B.shape[0])
+    cover, complete, entry_sum = _piecewise.leaf_statistics(
+        ensemble, B, weight, start, feature,
+        _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+    entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
+    count = complete[entry_leaf]
+    mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
+    leaf_const = np.array(ensemble.value, dtype=np.float64, order="C")
+    if len(feature):
+        np.add.at(leaf_const[:, 0], entry_leaf, coef * mean)
+    # cover ratios as TreeEnsemble.from_trees: a parent with zero cover splits evenly
+    parent = ensemble.parent
+    ratio = np.ones(ensemble.n_nodes)
+    has_parent = parent >= 0
+    parent_cover = cover[parent[has_parent]]
+    ratio[has_parent] = np.where(
+        parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5)
+    node, leaf_dim = _piecewise.linear_structure(ensemble, start, feature)
+    # grad of a leaf's term is a product of (dim - 1) factors linear in t
+    degree = max(1, int(leaf_dim.max(initial=1))) - 1
+    points, weights = beta_quadrature(1, 1, degree)
+    tree_means = _piecewise.root_means(ensemble, ratio, leaf_const)
+    expected = np.asarray(ensemble.base_value, dtype=np.float64).copy()
+    if ensemble.n_values == 1:
+        np.add.at(expected, ensemble.tree_output, tree_means[:, 0])
+    else:
+        expected += tree_means.sum(axis=0)
+    return _PiecewiseGame(
+        ensemble=ensemble, cover=cover, cover_ratio=np.ascontiguousarray(ratio),
+        leaf_const=leaf_const, fallback=fallback, linear_start=start, linear_feature=feature,
+        linear_coef=coef, linear_mean=np.ascontiguousarray(mean),
+        linear_node=np.ascontiguousarray(node, dtype=np.int64),
+        points=np.ascontiguousarray(points), weights=np.ascontiguousarray(weights),
+        expected_value=expected,
+    )
+
+
+# Pattern tables (see _piecewise.pyx) hold 2^d (1 + n_entries) d' numbers per
+# leaf; beyond this many per tree, or when rows are too few to repay them, a
+# tree goes to the per-row quadrature kernel (the same values).
+_MAX_TABLE_ENTRIES = 1 << 22
+_TABLE_GROUP_ENTRIES = 1 << 23
+# Tests set this to "tables" or "quadrature" to check both routes.
+_FORCE_ROUTE = None
+
+
+def _table_structure(game):
+    """Row-independent layout of the pattern tables (computed once per game)."""
+    if game.tables is None:
+        ensemble = game.ensemble
+        structure = _semivalues.pattern_structure(replace(ensemble, cover_ratio=game.cover_ratio))
+        ext_dim, ext_start, ext_feature, ext_ratio, entry_slot = _piecewise.linear_slots(
+            structure, game.linear_start, game.linear_feature)
+        leaf_entries = np.diff(game.linear_start)[structure["leaf_node"]]
+        dim = structure["leaf_dim"]
+        size = np.where(dim <= 40, (1 << np.minimum(dim, 40)) * (1 + leaf_entries) * ext_dim,
+                        np.iinfo(np.int64).max // 4)
+        width = (1 + leaf_entries) * ext_dim
+        tree_leaf_start = structure["tree_leaf_start"]
+        game.tables = dict(
+            structure=structure, ext_dim=ext_dim, ext_start=ext_start, ext_feature=ext_feature,
+            ext_ratio=ext_ratio, entry_slot=entry_slot, size=size,
+            tree_size=np.add.reduceat(size, tree_leaf_start[:-1]),
+            tree_width=np.add.reduceat(width, tree_leaf_start[:-1]),
+            tree_max_dim=np.maximum.reduceat(dim, tree_leaf_start[:-1]),
+            tree_entries=np.add.reduceat(np.diff(game.linear_start), game.ensemble.tree_start[:-1]),
+        )
+    return game.tables
+
+
+def _tabulated_trees(game, n_rows):
+    """Which trees go through the pattern tables for ``n_rows`` rows without NaN."""
+    ensemble = game.ensemble
+    if ensemble.n_values != 1 or _FORCE_ROUTE == "quadrature" or n_rows == 0:
+        return np.zeros(ensemble.n_trees, dtype=bool)
+    tables = _table_structure(game)
+    feasible = (tables["tree_size"] <= _MAX_TABLE_ENTRIES) & (tables["tree_max_dim"] <= 40)
+    if _FORCE_ROUTE == "tables":
+        return feasible
+    m = len(game.points)
+    nodes = np.diff(ensemble.tree_start)
+    cheaper = (2.0 * m * tables["tree_size"] + n_rows * (6.0 * nodes + 2.0 * tables["tree_width"])
+               < n_rows * m * (12.0 * nodes + 8.0 * tables["tree_entries"]))
+    return feasible & cheaper
+
+
+def _threads_for(n_items, per_thread, n_threads):
+    """No more threads than chunks of work: an idle OpenMP thread still costs a
+    wake-up and a barrier, which on a busy machine can exceed tiny inputs' work."""
+    return int(max(1, min(n_threads, -(-n_items // per_thread))))
+
+
+def _quadrature(game, X, trees, phi, n_threads):
+    n_threads = _threads_for(X.shape[0], 16, n_threads)
+    _piecewise.piecewise_semivalues(
+        game.ensemble, X, game.cover_ratio, game.leaf_const, game.fallback, game.linear_start,
+        game.linear_feature, game.linear_coef, game.linear_mean, game.linear_node,
+        game.points, game.weights, np.asarray(trees, dtype=np.int64), phi, n_threads)
+
+
+def _tabulate(game, X, trees, phi, n_threads):
+    """Add the values of ``trees`` by pattern tables (rows without NaN in a linear feature)."""
+    tables = _table_structure(game)
+    structure = tables["structure"]
+    tree_leaf_start = structure["tree_leaf_start"]
+    group, group_size = [], 0
+    for position, t in enumerate(trees):
+        group.append(t)
+        group_size += tables["tree_size"][t]
+        if group_size < _TABLE_GROUP_ENTRIES and position < len(trees) - 1:
+            continue
+        leaves = np.concatenate(
+            [np.arange(tree_leaf_start[g], tree_leaf_start[g + 1]) for g in group]
+        ).astype(np.int64)
+        table_start = np.concatenate([[0], np.cumsum(tables["size"][leaves])]).astype(np.int64)
+        values = _piecewise.linear_tables(
+            structure, tables["ext_dim"], tables["ext_start"], tables["ext_ratio"],
+            tables["entry_slot"], game.linear_start, game.linear_coef, game.linear_mean,
+            game.leaf_const, leaves,
+            table_start, game.points, game.weights,
+            _threads_for(int(table_start[-1]), 1 << 14, n_threads))
+        start_by_leaf = np.full(len(structure["leaf_node"]), -1, dtype=np.int64)
+        start_by_leaf[leaves] = table_start[:-1]
+        _piecewise.linear_pattern_values(
+            game.ensemble, X, structure, np.asarray(group, dtype=np.int64), values,
+            start_by_leaf, tables["ext_dim"], tables["ext_start"], tables["ext_feature"],
+            game.linear_start, game.linear_feature, phi,
+            _threads_for(X.shape[0], 256, n_threads))
+        group, group_size = [], 0
+
+
+def _game_values(game, X, n_threads):
+    ensemble = game.ensemble
+    X = check_rows(ensemble, X)
+    phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
+    linear_columns = np.unique(game.linear_feature)
+    nan_rows = np.isnan(X[:, linear_columns]).any(axis=1)
+    tabulate = _tabulated_trees(game, int(np.sum(~nan_rows)))
+    _quadrature(game, X, np.flatnonzero(~tabulate), phi, n_threads)
+    if np.any(tabulate):
+        trees = np.flatnonzero(tabulate)
+        clean = np.ascontiguousarray(X[~nan_rows])
+        phi_clean = np.zeros((clean.shape[0],) + phi.shape[1:])
+        _tabulate(game, clean, trees, phi_clean, n_threads)
+        phi[~nan_rows] += phi_clean
+        if np.any(nan_rows):
+            phi_nan = np.zeros((int(nan_rows.sum()),) + phi.shape[1:])
+            _quadrature(game, np.ascontiguousarray(X[nan_rows]), trees, phi_nan, n_threads)
+            phi[nan_rows] += phi_nan
+    out = np.empty((X.shape[0], ensemble.n_outputs, ensemble.n_features + 1))
+    out[:, :, :-1] = phi
+    out[:, :, -1] = game.expected_value
+    return out[:, 0, :] if ensemble.n_outputs == 1 else out
+
+
+def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None):
+    """Exact SHAP values of a piecewise-linear tree ensemble (or a constant-leaf one).
+
+    The game (DESIGN.md section 4) is TreeSHAP's path-dependent value
+    function in which, inside leaf ``l``, a linear feature ``k`` not in the
+    coalition takes its leaf mean ``mu_lk``; covers and leaf means are
+    computed from ``background``, the rows routed through the trees. With
+    ``c_l = b_l + sum_k a_lk mu_lk``, the value at ``S`` is the ordinary tree
+    game with leaf values ``c_l`` plus, for every leaf and linear feature
+    ``k`` in ``S``, ``a_lk (x_k - mu_lk)`` times the leaf's path weight. The
+    Shapley values are computed exactly (Gauss-Legendre quadrature of the
+    multilinear extension's gradient), in O(leaves x (depth + linear terms))
+    per tree and row.
+
+    Parameters
+    ----------
+    model : fitted LightGBM model, TreeEnsemble or any supported tree model
+        ``LGBMRegressor`` / ``LGBMClassifier`` / ``Booster`` with
+        ``linear_tree=True``, an ensemble from :func:`piecewise_ensemble`, or
+        a constant-leaf model (then the values equal :func:`shap_values`
+        computed with covers counted on ``background``).
+    X : array-like or DataFrame of shape (n_rows, n_features)
+        Rows to explain; NaN allowed.
+    background : array-like or DataFrame of shape (n_background, n_features)
+        Rows that define the covers and the leaf means. Pass the training
+        data for values consistent with the model's leaf values (LightGBM's
+        own covers are its training counts).
+    background_weight : array-like of shape (n_background,), optional
+        Weights of the background rows (weighted covers and means), e.g. the
+        sample weights the model was fitted with.
+    n_jobs : int, default=None
+        Threads; None uses all cores.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        Shapley values in the model's raw (margin) space, the expected value
+        ``v_x(empty)`` last. Each row sums to the model's raw prediction.
+
+    See Also
+    --------
+    PiecewiseLinearExplainer : the estimator form.
+    piecewise_ensemble : build a piecewise-linear ensemble from arrays.
+
+    Examples
+    --------
+    >>> import lightgbm
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn_r2shap.piecewise import piecewise_shap_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = lightgbm.LGBMRegressor(linear_tree=True, n_estimators=20, num_leaves=8,
+    ...                                verbose=-1).fit(X, y)
+    >>> phi = piecewise_shap_values(model, X[:5], background=X)
+    >>> phi.shape
+    (5, 11)
+    >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5], raw_score=True)))
+    True
+    """
+    ensemble = to_ensemble(model)
+    n_threads = resolve_n_jobs(n_jobs)
+    game = _build_game(ensemble, background, background_weight, n_threads)
+    return _game_values(game, X, n_threads)
+
+
+def piecewise_predict(model, X, *, n_jobs=None):
+    """Raw prediction of a tree ensemble with linear leaves, shape (n_rows, n_outputs).
+
+    A leaf predicts ``b_l + sum_k a_lk x_k``, or its fallback value when one
+    of those ``x_k`` is NaN (LightGBM's rule); constant leaves their value.
+
+    Examples
+    --------
+    >>> from sklearn_r2shap.piecewise import piecewise_ensemble, piecewise_predict
+    >>> stump = dict(children_left=[1, -1, -1], children_right=[2, -1, -1],
+    ...              feature=[0, 0, 0], threshold=[0.0, 0.0, 0.0], value=[0.0, 1.0, 2.0],
+    ...              coef=[[0, 0], [0.5, 0], [0, -1.0]])
+    >>> ensemble = piecewise_ensemble([stump], n_features=2)
+    >>> piecewise_predict(ensemble, [[-2.0, 0.0], [1.0, 3.0]])[:, 0].tolist()
+    [0.0, -1.0]
+    """
+    ensemble = to_ensemble(model)
+    start, feature, coef, fallback = _linear_arrays(ensemble)
+    X = check_rows(ensemble, X)
+    return _piecewise.predict_linear(ensemble, X, start, feature, coef, fallback,
+                                     resolve_n_jobs(n_jobs))
+
+
+# ----------------------------------------------------------------------------
+# Piecewise-linear trees from arrays
+
+_DECISIONS = {"<=": DECISION_LEQ, "<": DECISION_LT}
+
+
+def _tree_arrays(spec, n_features):
+    if isinstance(spec, TreeArrays):
+        return spec
+    spec = dict(spec)
+    known = {"children_left", "children_right", "feature", "threshold", "value", "coef",
+             "node_coef", "cover", "default_left", "decision_type", "categories", "fallback",
+             "output"}
+    unknown = set(spec) - known
+    if unknown:
+        raise ValueError(f"unknown tree keys {sorted(unknown)}; expected some of {sorted(known)}.")
+    left = np.asarray(spec["children_left"], dtype=np.int64)
+    right = np.asarray(spec["children_right"], dtype=np.int64)
+    n = len(left)
+    if right.shape != (n,):
+        raise ValueError("children_left and children_right must have the same length.")
+    leaf = left < 0
+    feature = np.asarray(spec.get("feature", np.zeros(n)), dtype=np.int64)
+    threshold = np.asarray(spec.get("threshold", np.zeros(n)), dtype=np.float64)
+    value = np.asarray(spec.get("value", np.zeros(n)), dtype=np.float64).reshape(n, -1)
+    if value.shape[1] != 1:
+        raise ValueError("piecewise_ensemble takes one value per node.")
+    cover = np.asarray(spec.get("cover", np.ones(n)), dtype=np.float64)
+    default_left = np.asarray(spec.get("default_left", np.zeros(n, dtype=bool)), dtype=bool)
+    kinds = spec.get("decision_type")
+    decision = np.full(n, DECISION_LEQ, dtype=np.uint8)
+    if kinds is not None:
+        for k, kind in enumerate(kinds):
+            if kind not in _DECISIONS:
+                raise ValueError(f"decision_type must be '<=' or '<', got {kind!r}.")
+            decision[k] = _DECISIONS[kind]
+    categories = {int(k): np.asarray(v, dtype=np.int64)
+                  for k, v in (spec.get("categories") or {}).items()}
+    for k in categories:
+        decision[k] = DECISION_CATEGORICAL
+    for name, array in (("feature", feature), ("threshold", threshold), ("cover", cover),
+                        ("default_left", default_left)):
+        if array.shape != (n,):
+            raise ValueError(f"{name} must have one entry per node ({n}), got {array.shape}.")
+
+    coef = np.zeros((n, n_features))
+    if spec.get("coef") is not None:
+        given = np.asarray(spec["coef"], dtype=np.float64)
+        if given.shape != (n, n_features):
+            raise ValueError(f"coef must have shape (n_nodes, n_features) = {(n, n_features)}, "
+                             f"got {given.shape}.")
+        coef += np.where(leaf[:, None], given, 0.0)
+    if spec.get("node_coef") is not None:
+        # type 3: an internal node's coefficient on its split feature holds in
+        # every leaf below it (repeated features on a path add up)
+        node_coef = np.asarray(spec["node_coef"], dtype=np.float64)
+        if node_coef.shape != (n,):
+            raise ValueError(
+                f"node_coef must have one entry per node ({n}), got {node_coef.shape}.")
+        parent = np.full(n, -1, dtype=np.int64)
+        parent[left[~leaf]] = np.flatnonzero(~leaf)
+        parent[right[~leaf]] = np.flatnonzero(~leaf)
+        for k in np.flatnonzero(leaf):
+            c = k
+            while parent[c] >= 0:
+                c = parent[c]
+                coef[k, feature[c]] += node_coef[c]
+    linear_terms = {}
+    for k in np.flatnonzero(leaf):
+        features = np.flatnonzero(coef[k])
+        if len(features):
+            linear_terms[int(k)] = (features, coef[k, features])
+    fallback = spec.get("fallback")
+    fallback = value if fallback is None else np.asarray(fallback, np.float64).reshape(n, 1)
+    return TreeArrays(
+        children_left=left, children_right=right, default_left=default_left, feature=feature,
+        threshold=threshold, decision_type=decision, cover=cover, value=value,
+        categories=categories, output=int(spec.get("output", 0)),
+        linear_terms=linear_terms, fallback_value=fallback,
+    )
+
+
+def piecewise_ensemble(trees, *, n_features, base_value=0.0, feature_names=None):
+    """A tree ensemble with linear leaves, from arrays, for the explainers.
+
+    Each tree is a dict of per-node arrays (node 0 is the root). A leaf
+    ``l`` predicts ``value[l] + coef[l] @ x``, or ``fallback[l]`` when one of
+    the features with a non-zero coefficient is NaN. The three types of
+    Guryanov's paper are written as:
+
+    * **type 1**: ``coef[l]`` has entries on any features;
+    * **type 2**: ``coef[l]`` is non-zero only on features split on along
+      ``l``'s path (LightGBM ``linear_tree``);
+    * **type 3**: ``node_coef[v]``, one coefficient per internal node ``v``
+      on its split feature, shared by all leaves below ``v``; it is added to
+      ``coef[l, feature[v]]`` of each of them (so a feature split on twice
+      on a path gets the sum of both nodes' coefficients).
+
+    Parameters
+    ----------
+    trees : list of dict or TreeArrays
+        Keys (arrays of length n_nodes unless stated):
+
+        - ``children_left``, ``children_right``: child indices, -1 at leaves;
+        - ``feature``, ``threshold``: split feature and threshold (ignored at
+          leaves); a row goes left when ``x[feature] <= threshold``;
+        - ``value``: the leaf constants ``b_l`` (ignored at internal nodes);
+        - ``coef`` (optional): shape (n_nodes, n_features), leaf coefficients;
+        - ``node_coef`` (optional): type-3 coefficients of internal nodes;
+        - ``fallback`` (optional): leaf value when a linear feature is NaN
+          (default ``value``);
+        - ``cover`` (optional, default 1): the explainers recompute covers
+          from background data, so it is only used by constant-leaf tools;
+        - ``default_left`` (optional, default False): where NaN goes;
+        - ``decision_type`` (optional): ``"<="`` (default) or ``"<"``;
+        - ``categories`` (optional): ``{node: categories going left}`` makes
+          ``node`` a categorical split;
+        - ``output`` (optional, default 0): the output the tree adds to.
+    n_features : int
+        Width of the rows.
+    base_value : float or array-like, default=0.0
+        Added to the sum of the trees (one entry per output).
+    feature_names : array-like of str, optional
+
+    Returns
+    -------
+    TreeEnsemble
+        Accepted by :func:`piecewise_shap_values`, :func:`piecewise_predict`
+        and (with ``prefit=True``) :class:`PiecewiseLinearExplainer`.
+
+    Examples
+    --------
+    A depth-1 type-2 tree on two features and a type-3 tree of depth 2:
+
+    >>> import numpy as np
+    >>> from sklearn_r2shap.piecewise import (piecewise_ensemble, piecewise_predict,
+    ...                                       piecewise_shap_values)
+    >>> type2 = dict(children_left=[1, -1, -1], children_right=[2, -1, -1],
+    ...              feature=[0, 0, 0], threshold=[0.0, 0, 0], value=[0.0, 1.0, -1.0],
+    ...              coef=[[0, 0], [2.0, 0], [-1.0, 0]])
+    >>> type3 = dict(children_left=[1, 3, -1, -1, -1], children_right=[2, 4, -1, -1, -1],
+    ...              feature=[1, 0, 0, 0, 0], threshold=[0.5, -0.5, 0, 0, 0],
+    ...              value=[0, 0, 3.0, 1.0, 2.0], node_coef=[0.5, 1.5, 0, 0, 0])
+    >>> ensemble = piecewise_ensemble([type2, type3], n_features=2)
+    >>> X = np.random.default_rng(0).normal(size=(200, 2))
+    >>> phi = piecewise_shap_values(ensemble, X[:3], background=X)
+    >>> bool(np.allclose(phi.sum(axis=1), piecewise_predict(ensemble, X[:3])[:, 0]))
+    True
+    """
+    if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) \
+            or n_features < 1:
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
+    arrays = [_tree_arrays(tree, int(n_features)) for tree in trees]
+    n_outputs = max([a.output for a in arrays] + [0]) + 1
+    base = np.broadcast_to(np.asarray(base_value, dtype=np.float64), (n_outputs,))
+    if any(a.linear_terms is None for a in arrays):  # TreeArrays given without linear terms
+        arrays = [a if a.linear_terms is not None else _with_empty_linear(a) for a in arrays]
+    return TreeEnsemble.from_trees(
+        arrays, base_value=base, n_features=int(n_features), model_type="piecewise",
+        objective="custom", feature_names=feature_names, info={"allow_nan": True},
+    )
+
+
+def _with_empty_linear(tree):
+    return replace(tree, linear_terms={})
+
+
+# ----------------------------------------------------------------------------
+# The estimator
+
+
+class PiecewiseLinearExplainer(BaseTreeSelector):
+    """Exact SHAP values of a piecewise-linear boosted model, and feature selection.
+
+    Fits a LightGBM model with linear leaves (``linear_tree=True``) or takes
+    a fitted one, computes from the data given to ``fit`` the covers and the
+    leaf means of every linear feature (DESIGN.md section 4: pass the
+    training data for values consistent with LightGBM's leaf values), the
+    exact SHAP values of those rows, and scores each feature by its mean
+    ``|SHAP|``. As a selector it keeps the features whose score reaches
+    ``threshold`` (the rules of
+    :class:`~sklearn.feature_selection.SelectFromModel`).
+
+    Neither LightGBM's ``pred_contrib`` (it raises for linear trees) nor
+    shap's ``TreeExplainer`` (it ignores the linear terms) gives values that
+    add up for these models; these do, for every row.
+
+    Parameters
+    ----------
+    estimator : estimator, default=None
+        The tree model: a LightGBM estimator with ``linear_tree=True``, any
+        constant-leaf tree model sklearn-r2shap supports, a
+        :class:`~sklearn.frozen.FrozenEstimator`, or (with ``prefit=True``) an
+        ensemble from :func:`piecewise_ensemble`. None uses
+        ``lightgbm.LGBMRegressor(linear_tree=True, verbose=-1)`` (LightGBM is
+        an optional dependency).
+    prefit : bool, default=False
+        Use ``estimator`` as fitted; ``fit`` then only computes covers, means
+        and values (``y`` may be None).
+    threshold : str or float, default=None
+        Features with ``feature_importances_ >= threshold`` are kept:
+        ``"mean"`` (None), ``"median"``, ``"1.5*mean"`` or a number.
+    max_features : int or callable, default=None
+        Keep at most this many features (the best ones).
+    n_jobs : int, default=None
+        Threads of the kernels (None: all cores).
+    verbose : int, default=0
+        Print the time each step takes.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted model.
+    ensemble_ : TreeEnsemble
+        Its trees.
+    covers_ : ndarray of shape (n_nodes,)
+        The (weighted) number of rows of ``fit``'s X reaching each node of
+        ``ensemble_``.
+    linear_means_ : ndarray of shape (n_linear_terms,)
+        The leaf mean of each linear term, aligned with
+        ``ensemble_.linear_coef`` (empty for constant leaves).
+    expected_value_ : float or ndarray of shape (n_outputs,)
+        ``v_x(empty)`` in raw (margin) space: every leaf at its mean
+        prediction, weighted by its share of the rows.
+    feature_importances_ : ndarray of shape (`n_features_in_`,)
+        Mean ``|SHAP|`` over the rows of ``fit``'s X (and over outputs).
+    threshold_ : float
+    max_features_ : int or None
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when X has feature names that are all strings.
+
+    See Also
+    --------
+    piecewise_shap_values : the functional form.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn_r2shap.piecewise import PiecewiseLinearExplainer
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> explainer = PiecewiseLinearExplainer(max_features=3, threshold=-np.inf).fit(X, y)
+    >>> explainer.get_feature_names_out().tolist()
+    ['bmi', 's1', 's5']
+    >>> phi = explainer.shap_values(X.iloc[:4])
+    >>> raw = explainer.estimator_.predict(X.iloc[:4], raw_score=True)
+    >>> bool(np.allclose(phi.sum(axis=1), raw))
+    True
+    """
+
+    def __init__(self, estimator=None, *, prefit=False, threshold=None, max_features=None,
+                 n_jobs=None, verbose=0):
+        self.estimator = estimator
+        self.prefit = prefit
+        self.threshold = threshold
+        self.max_features = max_features
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _default_estimator(self):
+        try:
+            import lightgbm
+        except ImportError as exc:
+            raise ImportError(
+                "PiecewiseLinearExplainer's default estimator is "
+                "lightgbm.LGBMRegressor(linear_tree=True), and LightGBM is not installed: "
+                "install the optional dependency with `pip install lightgbm` "
+                "(or `pip install sklearn-r2shap[lightgbm]`), or pass an estimator."
+            ) from exc
+        return lightgbm.LGBMRegressor(linear_tree=True, verbose=-1)
+
+    def _log(self, message, since):
+        if self.verbose:
+            print(f"[PiecewiseLinearExplainer] {message} ({time.perf_counter() - since:.2f} s)",
+                  flush=True)
+
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
+        """Fit the model (unless prefit), then explain the rows of X.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Training data: it also defines the covers and leaf means.
+        y : array-like of shape (n_samples,), default=None
+            Target; required unless the model is prefit or frozen.
+        sample_weight : array-like of shape (n_samples,), optional
+            Passed to the model's ``fit`` and used to weigh covers and means.
+        **fit_params : dict
+            Passed to the model's ``fit`` (e.g. ``categorical_feature``).
+
+        Returns
+        -------
+        self : PiecewiseLinearExplainer
+        """
+        from sklearn.utils import check_array
+
+        self._check_params()
+        check_array(X, ensure_all_finite="allow-nan", dtype=None)
+        if isinstance(self.estimator, TreeEnsemble) and not self.prefit:
+            raise ValueError("A TreeEnsemble cannot be fitted: pass prefit=True to explain it.")
+        fitted = self.prefit or _unfrozen(self.estimator)[1]
+        if y is None and not fitted:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(only a prefit or frozen model can be explained without y)."
+            )
+        self._record_input(X)
+        n_threads = resolve_n_jobs(self.n_jobs)
+        since = time.perf_counter()
+        if self.prefit and isinstance(self.estimator, TreeEnsemble):
+            self.estimator_ = self.estimator
+        else:
+            self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+            self._log("fitted the model", since)
+        self.ensemble_ = to_ensemble(self.estimator_)
+        since = time.perf_counter()
+        game = _build_game(self.ensemble_, X, sample_weight, n_threads)
+        self._game = game
+        self.covers_ = game.cover
+        self.linear_means_ = game.linear_mean
+        expected = game.expected_value
+        self.expected_value_ = float(expected[0]) if len(expected) == 1 else expected.copy()
+        self._log("computed covers and leaf means", since)
+        since = time.perf_counter()
+        phi = _game_values(game, X, n_threads)
+        self._log(f"computed the SHAP values of {phi.shape[0]} rows", since)
+        phi = phi[..., :-1].reshape(phi.shape[0], -1, phi.shape[-1] - 1)
+        self.feature_importances_ = np.abs(phi).mean(axis=(0, 1))
+        self._set_threshold(X)
+        return self
+
+    def shap_values(self, X):
+        """Exact SHAP values of rows, the expected value last.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_rows, `n_features_in_`)
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+            In raw (margin) space: log-odds for a binary classifier. A row
+            sums to the model's raw prediction.
+        """
+        from sklearn.utils.validation import _check_feature_names
+
+        check_is_fitted(self, "_game")
+        _check_feature_names(self, X, reset=False)
+        return _game_values(self._game, X, resolve_n_jobs(self.n_jobs))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = not self.prefit
+        return tags
