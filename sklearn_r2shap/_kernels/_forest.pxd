@@ -1,7 +1,7 @@
 # The flat tree-ensemble arrays seen from nogil kernels, and the one routine
 # that routes a row through a node (DESIGN.md section 1). Every kernel reads
 # the ensemble through ``Forest`` and ``next_node``; none re-implements them.
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.math cimport isnan, fabs
 
 cdef enum:
@@ -105,4 +105,28 @@ cdef inline void path_factors(
             xk = xk * follow_prod[q - start]
         ratio_prod[kk] = rk
         follow_prod[kk] = xk
+        left_taken[kk] = goes_left(f, k, x)
+
+
+cdef inline void row_patterns(
+    const Forest* f, int64_t t, const double* x, const int64_t* node_slot,
+    uint8_t* left_taken, uint64_t* pattern,
+) noexcept nogil:
+    """Pattern tables: at every node k (local index) of tree ``t``, the bits X
+    of the distinct features on the path to k, bit ``node_slot[k]`` for the
+    edge into k (x takes it, and took the feature's earlier edges)."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t kk, k, p, b
+    cdef uint64_t bit
+    left_taken[0] = goes_left(f, start, x)
+    pattern[0] = 0
+    for kk in range(1, n):
+        k = start + kk
+        p = f.parent[k] - start
+        b = node_slot[k]
+        bit = (left_taken[p] == (f.left[start + p] == k))
+        if f.prev_same[k] >= 0:
+            bit = bit & (pattern[p] >> b)
+        pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
         left_taken[kk] = goes_left(f, k, x)

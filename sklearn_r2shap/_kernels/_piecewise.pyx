@@ -39,7 +39,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport isnan
 
-from ._forest cimport Forest, forest_from, goes_left, next_node, path_factors
+from ._forest cimport Forest, forest_from, goes_left, next_node, path_factors, row_patterns
 
 
 cdef struct Linear:
@@ -658,17 +658,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
                 o = f.tree_output[t]
                 # 1. every row's pattern at every leaf
                 for i in range(i0, i1):
-                    left_taken[0] = goes_left(&f, start, &X[i, 0])
-                    pattern[0] = 0
-                    for kk in range(1, n):
-                        k = start + kk
-                        p = f.parent[k] - start
-                        b = node_slot[k]
-                        bit = (left_taken[p] == (f.left[start + p] == k))
-                        if f.prev_same[k] >= 0:
-                            bit = bit & (pattern[p] >> b)
-                        pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
-                        left_taken[kk] = goes_left(&f, k, &X[i, 0])
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
                     for lv in range(n_leaves):
                         leaf_pattern[(i - i0) * n_leaves + lv] = (
                             pattern[leaf_node[tree_leaf_start[t] + lv] - start])
