@@ -8,6 +8,7 @@ from .piecewise import (
     piecewise_predict,
     piecewise_shap_values,
 )
+from .shapflex import shapflex_decomposition
 from .ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
 from .explain import (
     banzhaf_values,
@@ -35,6 +36,7 @@ __all__ = [
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
+    "shapflex_decomposition",
     "TreeGradRanker",
     "multilinear_gradient",
     "treegrad_scores",

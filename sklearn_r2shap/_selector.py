@@ -124,6 +124,14 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         return mask
 
     def __sklearn_tags__(self):
+        from sklearn.utils import get_tags
+
         tags = super().__sklearn_tags__()
+        # the tree kernels route NaN; other models accept it if they say so
         tags.input_tags.allow_nan = True
+        if self.estimator is not None:
+            try:
+                tags.input_tags.allow_nan = get_tags(_unfrozen(self.estimator)[0]).input_tags.allow_nan
+            except Exception:  # a model outside scikit-learn's tag system
+                pass
         return tags

@@ -3,7 +3,8 @@
 :func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
 on data (X, y): the Shapley value, over features, of the explained sum of
 squares. :class:`ShapleyR2Importance` wraps it as a scikit-learn feature
-selector.
+selector, and falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`)
+for regressors that are not trees.
 """
 import numbers
 import warnings
@@ -34,18 +35,31 @@ class R2Decomposition:
         R2_j; ``importances.sum() + r2_unattributed == r2``.
     std_errors : ndarray of shape (n_features,)
         Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
-        of zero weight are left out, as if dropped).
+        of zero weight are left out, as if dropped). NaN for shapFlex.
     r2 : float
-        The model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
+        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
+        shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
     r2_unattributed : float
-        The part no feature receives (~0 in sample; constant terms otherwise).
+        The part no feature receives (~0 in sample; constant terms otherwise;
+        for shapFlex, all of ``r2`` when no feature's removal raises the
+        residual variance).
     feature_names : ndarray of str
-    mode : {"sequential", "symmetric"}
-        Boosted ensembles and single trees: per-tree sequential
-        decomposition; averaging ensembles (forests): the symmetric one.
+    mode : str
+        Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
+        sequential decomposition) or "symmetric" (averaging ensembles such
+        as forests). shapFlex: where the SHAP values came from, "tree",
+        "piecewise-linear tree", "linear" or "callable".
     n_rows : int
     local : ndarray of shape (n_rows, n_features) or None
-        Per-row terms L_ij (their column sums are ``importances``).
+        Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
+    method : {"qshap", "shapflex"}
+        Exact Shapley values of R^2, or the shapFlex shares.
+    sigma_unique : float or None
+        shapFlex only: the proportion of explained variance that the
+        features explain uniquely (1 for uncorrelated features; the shares
+        are less stable the smaller it is).
+    residual_variance_ratios : ndarray of shape (n_features,) or None
+        shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
     """
 
     importances: np.ndarray
@@ -56,6 +70,9 @@ class R2Decomposition:
     mode: str
     n_rows: int
     local: Optional[np.ndarray] = field(default=None, repr=False)
+    method: str = "qshap"
+    sigma_unique: Optional[float] = None
+    residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
 
     def to_frame(self, sort=True):
         """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
@@ -79,23 +96,34 @@ class R2Decomposition:
         """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
         from .plotting import plot_bars
 
+        shapflex = self.method == "shapflex"
         return plot_bars(
-            self.importances, self.std_errors, self.feature_names, ax=ax,
-            max_features=max_features, xlabel="feature R$^2$",
-            title=f"R$^2$ = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})",
+            self.importances, None if shapflex else self.std_errors, self.feature_names,
+            ax=ax, max_features=max_features,
+            xlabel="feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$",
+            title=(f"Gelman R$^2$ = {self.r2:.3f} ($\\sigma_{{unique}}$ = "
+                   f"{self.sigma_unique:.2f})" if shapflex else
+                   f"R$^2$ = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})"),
         )
 
     def __str__(self):
+        shapflex = self.method == "shapflex"
         order = np.argsort(-self.importances, kind="mergesort")
         width = max(12, max(len(str(n)) for n in self.feature_names))
         lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
         for j in order:
             share = self.importances[j] / self.r2 if self.r2 else np.nan
+            error = "" if shapflex else f"{self.std_errors[j]:.4f}"
             lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
-                         f"{self.std_errors[j]:>9.4f} {share:>7.1%}")
+                         f"{error:>9} {share:>7.1%}")
         lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
         lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
-        lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
+        if shapflex:
+            lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
+                         f"{self.mode} SHAP values)")
+            lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
+        else:
+            lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
         return "\n".join(lines)
 
 
@@ -255,21 +283,39 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
 
 class ShapleyR2Importance(BaseTreeSelector):
-    """Feature selection by each feature's exact Shapley share of the model's R^2.
+    """Feature selection by each feature's share of the model's R^2.
 
-    Fits a tree regressor (or takes a fitted one) and decomposes its R^2 on
-    the data exactly into per-feature parts R2_j (Q-SHAP,
-    :func:`r2_decomposition`), which add up, with the unattributed part, to
-    the model's R^2. Acts as a :class:`~sklearn.feature_selection.SelectFromModel`-style
-    selector on the signed R2_j: a feature with a negative share hurts the
-    fit and is never "important" by default.
+    Fits a regressor (or takes a fitted one) and splits its R^2 on the data
+    into per-feature parts R2_j. For tree models the split is exact Shapley
+    values of R^2 (Q-SHAP, :func:`r2_decomposition`), which add up, with the
+    unattributed part, to the model's R^2. For other regressors it is the
+    shapFlex shares computed from SHAP values
+    (:func:`~sklearn_r2shap.shapflex_decomposition`), which add up to Gelman's
+    R^2 and are *not* a Shapley decomposition of R^2. Acts as a
+    :class:`~sklearn.feature_selection.SelectFromModel`-style selector on the
+    signed R2_j: a feature with a negative share hurts the fit and is never
+    "important" by default.
 
     Parameters
     ----------
-    estimator : tree regressor, default=None
+    estimator : regressor, default=None
         A squared-error tree model of scikit-learn, XGBoost, LightGBM or
-        CatBoost. None uses ``HistGradientBoostingRegressor(random_state=0)``.
-        A :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
+        CatBoost (Q-SHAP or shapFlex), or any regressor (shapFlex). None uses
+        ``HistGradientBoostingRegressor(random_state=0)``. A
+        :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
+    method : {"auto", "qshap", "shapflex"}, default="auto"
+        "qshap": exact Shapley values of R^2 (squared-error tree models with
+        constant leaves). "shapflex": the shapFlex shares from SHAP values.
+        "auto": "qshap" where it applies, "shapflex" otherwise.
+    shap_values : callable, default=None
+        shapFlex only: ``shap_values(estimator, X)`` returning the SHAP
+        values as an (n_samples, n_features) or (n_samples, n_features + 1)
+        array (last column the expected value), e.g. from the ``shap``
+        package. Without it, shapFlex uses this package's exact SHAP values
+        for tree models (including linear leaves) and ``coef_ * (x - mean(x))``
+        for scikit-learn linear regressors (also at the end of a Pipeline
+        whose steps transform each feature separately); any other model
+        raises an error that asks for it.
     prefit : bool, default=False
         Use ``estimator`` as already fitted: ``fit`` only decomposes R^2 on
         the (X, y) it is given, e.g. held-out data.
@@ -292,16 +338,23 @@ class ShapleyR2Importance(BaseTreeSelector):
     Attributes
     ----------
     estimator_ : estimator
-        The fitted tree model.
+        The fitted model.
+    method_ : {"qshap", "shapflex"}
+        The method used.
     feature_importances_ : ndarray of shape (`n_features_in_`,)
         R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
     importances_std_ : ndarray of shape (`n_features_in_`,)
         Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
-        standard deviation of the fold values over sqrt(n_folds).
+        standard deviation of the fold values over sqrt(n_folds). NaN for
+        shapFlex without ``cv`` (its shares are not sums over rows).
     r2_ : float
-        The model's R^2 on the data (mean over folds with ``cv``).
+        The model's R^2 on the data (mean over folds with ``cv``); Gelman's
+        R^2 for shapFlex.
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
+    sigma_unique_ : float
+        shapFlex only: the proportion of explained variance that the
+        features explain uniquely (mean over folds with ``cv``).
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
@@ -314,27 +367,34 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     See Also
     --------
-    r2_decomposition : the functional form.
+    r2_decomposition : Q-SHAP, the functional form.
+    shapflex_decomposition : shapFlex, the functional form.
 
     Examples
     --------
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> from sklearn.linear_model import LinearRegression
     >>> from sklearn_r2shap import ShapleyR2Importance
     >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
     >>> selector = ShapleyR2Importance(
     ...     GradientBoostingRegressor(max_depth=2, random_state=0), max_features=3,
     ...     threshold=-np.inf).fit(X, y)
-    >>> selector.get_feature_names_out().tolist()
-    ['bmi', 'bp', 's5']
+    >>> selector.method_, selector.get_feature_names_out().tolist()
+    ('qshap', ['bmi', 'bp', 's5'])
     >>> bool(np.isclose(selector.feature_importances_.sum() + selector.r2_unattributed_,
     ...                 selector.r2_))
     True
+    >>> linear = ShapleyR2Importance(LinearRegression(), max_features=3).fit(X, y)
+    >>> linear.method_, linear.get_feature_names_out().tolist()
+    ('shapflex', ['bmi', 's1', 's5'])
     """
 
-    def __init__(self, estimator=None, *, prefit=False, threshold=None, max_features=None,
-                 cv=None, n_jobs=None, verbose=0):
+    def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
+                 threshold=None, max_features=None, cv=None, n_jobs=None, verbose=0):
         self.estimator = estimator
+        self.method = method
+        self.shap_values = shap_values
         self.prefit = prefit
         self.threshold = threshold
         self.max_features = max_features
@@ -366,12 +426,23 @@ class ShapleyR2Importance(BaseTreeSelector):
         from sklearn.utils import check_array
 
         self._check_params()
+        if self.method not in ("auto", "qshap", "shapflex"):
+            raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
+        if self.shap_values is not None and not callable(self.shap_values):
+            raise ValueError("shap_values must be None or a callable f(estimator, X), got "
+                             f"{type(self.shap_values).__name__}.")
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        check_array(X, ensure_all_finite="allow-nan", dtype=None, ensure_min_samples=2)
+        allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
+                              dtype=None, ensure_min_samples=2)
         self._record_input(X)
+        if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
+            X, y = checked, np.asarray(y)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)
         if self.cv is None:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             result = self._decompose(self.estimator_, X, y, sample_weight)
@@ -379,6 +450,9 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.feature_importances_ = result.importances
             self.importances_std_ = result.std_errors
             self.r2_ = result.r2
+            self.method_ = result.method
+            if result.method == "shapflex":
+                self.sigma_unique_ = result.sigma_unique
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
@@ -393,7 +467,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
         cv = check_cv(self.cv, y, classifier=False)
-        importances, r2 = [], []
+        importances, r2, sigma_unique, methods = [], [], [], set()
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
@@ -403,18 +477,52 @@ class ShapleyR2Importance(BaseTreeSelector):
                                      weight_test)
             importances.append(result.importances)
             r2.append(result.r2)
+            sigma_unique.append(result.sigma_unique)
+            methods.add(result.method)
         self.cv_importances_ = np.asarray(importances)
         self.feature_importances_ = self.cv_importances_.mean(axis=0)
         n_folds = len(importances)
         self.importances_std_ = (self.cv_importances_.std(axis=0, ddof=1) / np.sqrt(n_folds)
                                  if n_folds > 1 else np.zeros_like(self.feature_importances_))
         self.r2_ = float(np.mean(r2))
+        (self.method_,) = methods
+        if self.method_ == "shapflex":
+            self.sigma_unique_ = float(np.mean(sigma_unique))
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
 
+    def _resolve_method(self, model):
+        """(method, TreeEnsemble or None) for a fitted model."""
+        if self.method == "shapflex":
+            return "shapflex", None
+        try:
+            ensemble = to_ensemble(model)
+            _check_regression_ensemble(ensemble)
+        except UnsupportedModelError:
+            if self.method == "qshap":
+                raise
+            return "shapflex", None
+        if self.shap_values is not None:
+            raise ValueError(
+                f"shap_values is used by method='shapflex' only, and {ensemble.model_type} is "
+                f"decomposed exactly by Q-SHAP with method={self.method!r}; pass "
+                "method='shapflex' to use your SHAP values."
+            )
+        return "qshap", ensemble
+
     def _decompose(self, model, X, y, sample_weight, return_local=False):
-        result = r2_decomposition(model, X, y, sample_weight=sample_weight,
-                                  return_local=return_local, n_jobs=self.n_jobs,
-                                  verbose=self.verbose)
+        method, ensemble = self._resolve_method(model)
+        if method == "qshap":
+            result = r2_decomposition(ensemble, X, y, sample_weight=sample_weight,
+                                      return_local=return_local, n_jobs=self.n_jobs,
+                                      verbose=self.verbose)
+        elif return_local:
+            raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
+                             "per-row terms.")
+        else:
+            from .shapflex import shapflex_decomposition
+
+            result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
+                                            sample_weight=sample_weight, n_jobs=self.n_jobs)
         if hasattr(self, "feature_names_in_"):
             result.feature_names = np.asarray(self.feature_names_in_, dtype=object)
         return result
@@ -430,7 +538,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         return self._decompose(self.estimator_, X, y, sample_weight)
 
     def local_r2(self, X, y, sample_weight=None):
-        """Per-row contributions L_ij of shape (n_samples, n_features).
+        """Per-row contributions L_ij of shape (n_samples, n_features) (Q-SHAP only).
 
         Their column sums are the R2_j of the fitted model on (X, y).
         """

@@ -38,3 +38,8 @@ def test_piecewise_linear_lightgbm_quick():
 def test_ranking_insertion_deletion_quick(tmp_path):
     out = run("ranking_insertion_deletion.py", "--quick", "--output", str(tmp_path / "c.png"))
     assert "insertion" in out and "plot saved" in out
+
+
+def test_shapflex_vs_qshap_quick():
+    out = run("shapflex_vs_qshap.py", "--quick")
+    assert "Gelman" in out and "LMG" in out

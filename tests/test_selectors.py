@@ -29,6 +29,13 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+@parametrize_with_checks([ShapleyR2Importance(LinearRegression()),
+                          ShapleyR2Importance(LinearRegression(), method="shapflex",
+                                              cv=KFold(2, shuffle=True, random_state=0))])
+def test_sklearn_compatible_with_shapflex(estimator, check):
+    check(estimator)
+
+
 @pytest.fixture(scope="module")
 def diabetes():
     return load_diabetes(return_X_y=True, as_frame=True)
@@ -174,12 +181,19 @@ def test_local_r2_and_decompose(diabetes):
 
 def test_classifier_and_other_losses_are_refused():
     X, y = make_regression(n_samples=60, n_features=3, random_state=0)
+    absolute = GradientBoostingRegressor(loss="absolute_error", n_estimators=5)
     with pytest.raises(UnsupportedModelError, match="absolute_error"):
-        ShapleyR2Importance(GradientBoostingRegressor(loss="absolute_error", n_estimators=5)).fit(X, y)
+        ShapleyR2Importance(absolute, method="qshap").fit(X, y)
+    # "auto" falls back on shapFlex, whose tree SHAP values add up to predict
+    assert ShapleyR2Importance(absolute).fit(X, y).method_ == "shapflex"
     from sklearn.ensemble import GradientBoostingClassifier
 
+    classifier = GradientBoostingClassifier(n_estimators=5)
     with pytest.raises(UnsupportedModelError, match="log_loss"):
-        ShapleyR2Importance(GradientBoostingClassifier(n_estimators=5)).fit(X, y > 0)
+        ShapleyR2Importance(classifier, method="qshap").fit(X, y > 0)
+    for method in ("auto", "shapflex"):
+        with pytest.raises(UnsupportedModelError, match="classifier"):
+            ShapleyR2Importance(classifier, method=method).fit(X, y > 0)
 
 
 def test_plot_draws_bars(diabetes):

@@ -1,0 +1,388 @@
+"""R^2 shares of any regressor from its SHAP values (shapFlex; DESIGN.md section 3).
+
+The shapFlex method (Redell, "Shapley decomposition of R-squared in machine
+learning models") removes one feature's SHAP values from the predictions and
+measures how much the residual variance grows. It needs nothing but a SHAP
+matrix, so it serves regressors that are not trees. It is **not** a Shapley
+decomposition of R^2: the shares add up to Gelman's R^2,
+``var(yhat) / (var(yhat) + var(e))``, and only the residual variance that each
+feature explains uniquely enters them (``sigma_unique`` reports how much that
+is). :func:`r2_decomposition` (Q-SHAP) gives the Shapley values of R^2 itself
+for tree models.
+
+Where the SHAP values come from (:func:`model_shap_values`): a callable given
+by the user; otherwise this package's exact kernels for tree models (the
+piecewise-linear kernel for trees with linear leaves); otherwise the exact
+SHAP values of a scikit-learn linear regressor, ``coef_ * (x - mean(x))``,
+also at the end of a :class:`~sklearn.pipeline.Pipeline`; otherwise an error
+that says how to supply them.
+"""
+import numpy as np
+
+from ._model import UnsupportedModelError, to_ensemble
+from ._validation import check_rows
+
+__all__ = ["shapflex_decomposition", "model_shap_values"]
+
+# |sum_j phi_j + phi_0 - predict(X)| allowed, relative to the scale of the predictions
+_ADDITIVITY_RTOL = 1e-5
+
+
+def _weighted_variance(values, weight):
+    """Column variances with frequency weights; shapFlex uses only ratios of
+    variances, so the normalisation (ddof) cancels."""
+    total = weight.sum()
+    mean = weight @ values / total
+    return weight @ (values - mean) ** 2 / total
+
+
+def shapflex_shares(phi, prediction, y, weight):
+    """The shapFlex formula (DESIGN.md section 3, the paper's equations 4-7).
+
+    Returns
+    -------
+    importances : ndarray of shape (n_features,)
+        R2_j = R2 (1 - ratio_j) / sum_k (1 - ratio_k), all zero when every
+        ratio is 1.
+    r2 : float
+        Gelman's R^2, var(yhat) / (var(yhat) + var(e)).
+    sigma_unique : float
+        sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)); NaN when
+        var(y) = var(e) (and of no meaning when var(y) < var(e), i.e. when the
+        model predicts worse than the mean of y).
+    ratios : ndarray of shape (n_features,)
+        min(var(e) / var(e + phi_j), 1), with 0/0 taken as 1.
+    """
+    residual = y - prediction
+    var_residual = float(_weighted_variance(residual, weight))
+    var_prediction = float(_weighted_variance(prediction, weight))
+    var_y = float(_weighted_variance(y, weight))
+    r2 = var_prediction / (var_prediction + var_residual)
+    var_removed = _weighted_variance(residual[:, None] + phi, weight)
+    # removing a feature that does not raise the residual variance: ratio 1, share 0
+    raises = var_removed > var_residual
+    ratios = np.ones(phi.shape[1])
+    ratios[raises] = var_residual / var_removed[raises]
+    gains = 1.0 - ratios
+    total_gain = gains.sum()
+    importances = r2 * gains / total_gain if total_gain > 0 else np.zeros_like(gains)
+    sigma_unique = (float(np.sum(var_removed - var_residual)) / (var_y - var_residual)
+                    if var_y != var_residual else np.nan)
+    return importances, r2, sigma_unique, ratios
+
+
+def _parse_user_shap(result, n_rows, n_features):
+    """(phi, phi_0 or None) from a callable's (n, p) / (n, p + 1) output or a
+    shap Explanation (``.values``, ``.base_values``)."""
+    base = None
+    if hasattr(result, "values") and hasattr(result, "base_values") and not callable(
+            result.values):
+        base = np.asarray(result.base_values, dtype=np.float64)
+        result = result.values
+    values = np.asarray(result, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] != n_rows or values.shape[1] not in (
+            n_features, n_features + 1):
+        raise ValueError(
+            f"shap_values(estimator, X) must return an array of shape ({n_rows}, {n_features}) "
+            f"or ({n_rows}, {n_features + 1}) (the last column the expected value), got "
+            f"shape {values.shape}."
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError("shap_values(estimator, X) returned NaN or infinite values.")
+    if values.shape[1] == n_features + 1:
+        return values[:, :-1], values[:, -1]
+    if base is not None:
+        return values, np.broadcast_to(base, (n_rows,)).astype(np.float64)
+    return values, None
+
+
+def _final_step(model):
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(model, Pipeline):
+        return model.steps[-1][1], model[:-1]
+    return model, None
+
+
+def _is_linear_regressor(model):
+    from sklearn.base import is_regressor
+
+    final, _ = _final_step(model)
+    return (is_regressor(final) and hasattr(final, "coef_") and hasattr(final, "intercept_")
+            and type(final).__module__.startswith("sklearn.linear_model"))
+
+
+def _feature_owners(preprocess, X, Z):
+    """The input feature each column of ``Z = preprocess.transform(X)`` depends on.
+
+    Each input column in turn is given the values of other rows (rows sorted
+    by it, shifted by half); the output columns that change depend on it. A
+    column that depends on two inputs makes the model non-additive in its
+    inputs, and its SHAP values are not ``coef_ * (z - mean(z))`` per input.
+    """
+    n_rows, n_inputs = X.shape
+    owners = np.full(Z.shape[1], -1)
+    for j in range(n_inputs):
+        column = X.iloc[:, j].to_numpy() if hasattr(X, "iloc") else X[:, j]
+        try:
+            order = np.argsort(column, kind="mergesort")
+        except TypeError:  # mixed types: sort by their text
+            order = np.argsort(column.astype(str), kind="mergesort")
+        source = np.empty(n_rows, dtype=np.intp)
+        source[order] = order[(np.arange(n_rows) + n_rows // 2) % n_rows]
+        if hasattr(X, "iloc"):
+            shifted = X.copy()
+            shifted.iloc[:, j] = column[source]
+        else:
+            shifted = X.copy()
+            shifted[:, j] = column[source]
+        changed_z = _dense(preprocess.transform(shifted))
+        changed = ~((changed_z == Z) | (np.isnan(changed_z) & np.isnan(Z))).all(axis=0)
+        shared = changed & (owners >= 0)
+        if shared.any():
+            c = int(np.flatnonzero(shared)[0])
+            raise UnsupportedModelError(
+                f"Transformed column {c} of the pipeline depends on input features "
+                f"{owners[c]} and {j}: the model is not additive in its inputs, so its exact "
+                "SHAP values are not coef_ * (z - mean(z)). Pass shap_values=f(estimator, X)."
+            )
+        owners[changed] = j
+    unowned = (owners < 0) & (np.ptp(Z, axis=0) > 0)
+    if unowned.any():
+        raise UnsupportedModelError(
+            f"Transformed column {int(np.flatnonzero(unowned)[0])} of the pipeline varies "
+            "but depends on no single input feature; pass shap_values=f(estimator, X)."
+        )
+    return owners
+
+
+def _dense(Z):
+    import scipy.sparse
+
+    if scipy.sparse.issparse(Z):
+        Z = Z.toarray()
+    return np.asarray(Z, dtype=np.float64)
+
+
+def _linear_shap(model, X, n_features):
+    """Exact SHAP values of a linear regressor, grouped by input feature."""
+    from sklearn.utils import check_array
+
+    final, preprocess = _final_step(model)
+    coef = np.asarray(final.coef_, dtype=np.float64)
+    if coef.ndim == 2 and coef.shape[0] == 1:
+        coef = coef[0]
+    if coef.ndim != 1:
+        raise UnsupportedModelError(
+            f"{type(final).__name__} has {coef.shape[0]} outputs; shapFlex decomposes the "
+            "R^2 of a single-output regressor."
+        )
+    if preprocess is None:
+        Z = check_array(X, dtype=np.float64)
+        owners = np.arange(n_features)
+    else:
+        Z = check_array(_dense(preprocess.transform(X)), dtype=np.float64,
+                        ensure_all_finite="allow-nan")
+        owners = _feature_owners(preprocess, X, Z)
+    if Z.shape[1] != coef.shape[0]:
+        raise ValueError(f"{type(final).__name__} has {coef.shape[0]} coefficients but "
+                         f"receives {Z.shape[1]} columns.")
+    terms = (Z - Z.mean(axis=0)) * coef
+    phi = np.zeros((Z.shape[0], n_features))
+    owned = owners >= 0
+    np.add.at(phi.T, owners[owned], terms[:, owned].T)
+    phi_0 = float(np.ravel(final.intercept_)[0]) + float(Z.mean(axis=0) @ coef)
+    return phi, np.full(Z.shape[0], phi_0)
+
+
+def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
+    """SHAP values of a regressor for shapFlex, from the first source that applies.
+
+    1. ``shap_values(model, X)`` when given.
+    2. Tree models: this package's exact path-dependent SHAP values
+       (:func:`~sklearn_r2shap.shap_values`; trees with linear leaves:
+       :func:`~sklearn_r2shap.piecewise_shap_values` with ``X`` as the
+       background).
+    3. scikit-learn linear regressors, alone or at the end of a Pipeline:
+       ``coef_ * (z - mean(z))`` summed over the transformed columns of each
+       input feature (the preprocessing must act on each feature separately,
+       e.g. scaling, one-hot encoding, splines).
+
+    Parameters
+    ----------
+    model : fitted regressor
+    X : array-like or DataFrame of shape (n_rows, n_features)
+    shap_values : callable, default=None
+        ``shap_values(model, X)`` returning an array of shape (n_rows,
+        n_features) or (n_rows, n_features + 1) (last column the expected
+        value), or a ``shap.Explanation``.
+    n_jobs : int, default=None
+        Threads of the tree kernels.
+
+    Returns
+    -------
+    phi : ndarray of shape (n_rows, n_features)
+    phi_0 : ndarray of shape (n_rows,) or None
+        The expected value per row, None when a callable gave none.
+    source : str
+        "callable", "tree", "piecewise-linear tree" or "linear".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn_r2shap.shapflex import model_shap_values
+    >>> X = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 2.0]])
+    >>> model = LinearRegression().fit(X, [1.0, 2.0, 4.0])
+    >>> phi, phi_0, source = model_shap_values(model, X)
+    >>> source, bool(np.allclose(phi.sum(axis=1) + phi_0, model.predict(X)))
+    ('linear', True)
+    """
+    from sklearn.base import is_classifier
+
+    n_rows, n_features = np.shape(X)
+    if is_classifier(model):
+        raise UnsupportedModelError(
+            f"{type(model).__name__} is a classifier; shapFlex decomposes the R^2 of a regressor."
+        )
+    if shap_values is not None:
+        if not callable(shap_values):
+            raise ValueError(f"shap_values must be a callable f(estimator, X), got "
+                             f"{type(shap_values).__name__}.")
+        phi, phi_0 = _parse_user_shap(shap_values(model, X), n_rows, n_features)
+        return phi, phi_0, "callable"
+    try:
+        ensemble = to_ensemble(model)
+    except UnsupportedModelError:
+        ensemble = None
+    if ensemble is not None:
+        if ensemble.n_outputs != 1 or ensemble.n_values != 1:
+            raise UnsupportedModelError(
+                f"{ensemble.model_type} has {ensemble.n_outputs} outputs; shapFlex decomposes "
+                "the R^2 of a single-output regressor."
+            )
+        if ensemble.has_linear_leaves:
+            from .piecewise import piecewise_shap_values
+
+            values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
+            source = "piecewise-linear tree"
+        else:
+            from .explain import shap_values as tree_shap_values
+
+            values = tree_shap_values(ensemble, check_rows(ensemble, X), n_jobs=n_jobs)
+            source = "tree"
+        return values[:, :-1], values[:, -1], source
+    if _is_linear_regressor(model):
+        phi, phi_0 = _linear_shap(model, X, n_features)
+        return phi, phi_0, "linear"
+    raise UnsupportedModelError(
+        f"shapFlex needs SHAP values of {type(model).__name__}, which is neither a tree model "
+        "this package explains exactly nor a scikit-learn linear regressor. Pass "
+        "shap_values=f(estimator, X) returning an (n_samples, n_features) array, e.g. with "
+        "the shap package: lambda est, X: shap.Explainer(est.predict, X)(X).values"
+    )
+
+
+def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None, n_jobs=None):
+    """shapFlex R^2 shares of a fitted regressor on (X, y) from its SHAP values.
+
+    With ``phi`` the SHAP matrix of the model on X (:func:`model_shap_values`),
+    ``yhat = sum_j phi_j + phi_0`` and ``e = y - yhat``:
+    R2 = var(yhat) / (var(yhat) + var(e)) (Gelman's R^2),
+    ratio_j = min(var(e) / var(e + phi_j), 1),
+    R2_j = R2 (1 - ratio_j) / sum_k (1 - ratio_k) and
+    sigma_unique = sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)).
+    The shares are not Shapley values of R^2 (see the documentation page
+    "R^2 decomposition": they differ from Q-SHAP and LMG when features are
+    correlated or the model is shrunken).
+
+    Parameters
+    ----------
+    model : fitted regressor
+        Anything with ``predict``: tree models and scikit-learn linear
+        regressors are explained exactly; other models need ``shap_values``.
+    X : array-like or DataFrame of shape (n_rows, n_features)
+    y : array-like of shape (n_rows,)
+    shap_values : callable, default=None
+        ``shap_values(model, X) -> (n_rows, n_features)`` or ``(n_rows,
+        n_features + 1)`` array; used instead of the exact sources when given.
+    sample_weight : array-like of shape (n_rows,), optional
+        Weighted variances.
+    n_jobs : int, default=None
+        Threads of the tree kernels.
+
+    Returns
+    -------
+    R2Decomposition
+        With ``method="shapflex"``: ``importances`` the shares R2_j, ``r2``
+        Gelman's R^2, ``sigma_unique``, ``residual_variance_ratios`` and NaN
+        standard errors (the shares are not sums of per-row terms).
+
+    Raises
+    ------
+    ValueError
+        If y is constant, or if the SHAP values do not add up to
+        ``model.predict(X)`` (up to a constant when no expected value is
+        given).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn_r2shap import shapflex_decomposition
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = Ridge(alpha=0.1).fit(X, y)
+    >>> result = shapflex_decomposition(model, X, y)
+    >>> bool(np.isclose(result.importances.sum(), result.r2))
+    True
+    >>> result.feature_names[np.argmax(result.importances)]
+    'bmi'
+    """
+    from .importance import R2Decomposition, _check_target
+
+    names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
+    n_rows, n_features = np.shape(X)
+    y, weight, _ = _check_target(y, n_rows, sample_weight)
+    phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
+    prediction = _checked_prediction(model, X, phi, phi_0, y, source)
+    importances, r2, sigma_unique, ratios = shapflex_shares(phi, prediction, y, weight)
+    if names is None:
+        names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
+    return R2Decomposition(
+        importances=importances, std_errors=np.full(n_features, np.nan), r2=r2,
+        r2_unattributed=r2 - float(importances.sum()), feature_names=names,
+        mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
+        residual_variance_ratios=ratios,
+    )
+
+
+def _checked_prediction(model, X, phi, phi_0, y, source):
+    """yhat = sum_j phi_j + phi_0, after checking it is ``model.predict(X)``."""
+    summed = phi.sum(axis=1)
+    if not hasattr(model, "predict"):
+        if phi_0 is None:
+            raise ValueError("Without model.predict the SHAP values must include the "
+                             "expected value as their last column.")
+        return summed + phi_0
+    prediction = np.asarray(model.predict(X), dtype=np.float64)
+    if prediction.ndim == 2 and prediction.shape[1] == 1:
+        prediction = prediction[:, 0]
+    if prediction.shape != (len(y),):
+        raise UnsupportedModelError(
+            f"{type(model).__name__}.predict returns shape {prediction.shape}; shapFlex "
+            "decomposes the R^2 of a single-output regressor."
+        )
+    if phi_0 is None:
+        phi_0 = np.full(len(y), np.mean(prediction - summed))
+    gap = np.abs(summed + phi_0 - prediction)
+    scale = max(float(np.max(np.abs(prediction))), float(np.std(y)), 1e-300)
+    if gap.max() > _ADDITIVITY_RTOL * scale:
+        row = int(np.argmax(gap))
+        raise ValueError(
+            f"The {source} SHAP values of {type(model).__name__} do not add up to its "
+            f"predictions (row {row}: sum of SHAP values + expected value = "
+            f"{summed[row] + phi_0[row]:.6g}, predict = {prediction[row]:.6g}). shapFlex needs "
+            "SHAP values on the scale of predict (no link function) that add up to it "
+            "(up to one constant when no expected value is given)."
+        )
+    return summed + phi_0
