@@ -273,6 +273,24 @@ def test_ranker_matches_python_algorithms_on_boosted_classes(binary_booster, opt
             np.testing.assert_allclose(zeta[i], expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+def test_ranker_matches_python_algorithms_per_class(multiclass_forest, optimizer):
+    # a forest's leaves hold all three class probabilities (one value per
+    # class), a multiclass booster has one tree per class: each class's game
+    forest, X = multiclass_forest
+    booster = GradientBoostingClassifier(n_estimators=4, max_depth=3, random_state=0).fit(
+        X, forest.predict(X))
+    rows = X[:2]
+    for model in (forest, booster):
+        ens = to_ensemble(model)
+        for output in range(3):
+            zeta = treegrad_scores(model, rows, optimizer=optimizer, output=output)
+            for i, x in enumerate(rows):
+                expected = python_ranker(game_table(ens, x, output), 3, 100, 5.0,
+                                         optimizer == "adam")
+                np.testing.assert_allclose(zeta[i], expected, rtol=1e-9, atol=1e-12)
+
+
 def test_ranker_on_xgboost_five_features():
     xgboost = pytest.importorskip("xgboost")
     X, y = deep_data(5, seed=7)

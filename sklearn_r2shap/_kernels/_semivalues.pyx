@@ -164,7 +164,9 @@ def pattern_structure(ens):
     Returns ``node_slot`` (the bit of the edge's feature in its path's
     pattern), per leaf (all trees, by tree): ``leaf_node`` (global index),
     ``leaf_dim`` (d), ``leaf_feature_start``, and flat ``leaf_feature`` /
-    ``leaf_ratio`` (feature and R of each bit), ``tree_leaf_start``.
+    ``leaf_ratio`` (feature and R of each bit), ``leaf_edge`` (global index
+    of the node the feature's deepest edge on the path leads to, where a row's
+    X is read), ``tree_leaf_start``.
     """
     cdef Forest f = forest_from(ens)
     cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
@@ -192,6 +194,7 @@ def pattern_structure(ens):
     n_entries = int(leaf_feature_start[len(leaf_feature_start) - 1])
     cdef int64_t[::1] leaf_feature = np.zeros(n_entries, dtype=np.int64)
     cdef double[::1] leaf_ratio = np.ones(n_entries)
+    cdef int64_t[::1] leaf_edge = np.zeros(n_entries, dtype=np.int64)
     cdef int64_t[::1] leaf_node_v = leaf_node
     cdef int64_t[::1] start_v = leaf_feature_start
     cdef int64_t v, slot
@@ -207,12 +210,14 @@ def pattern_structure(ens):
                     seen[slot] = 1
                     leaf_feature[start_v[v] + slot] = f.feature[f.parent[c]]
                     leaf_ratio[start_v[v] + slot] = ratio_prod[c]
+                    leaf_edge[start_v[v] + slot] = c
                 c = f.parent[c]
     tree_leaf_start = np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(np.int64)
     return {
         "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
         "leaf_feature_start": leaf_feature_start, "leaf_feature": np.asarray(leaf_feature),
-        "leaf_ratio": np.asarray(leaf_ratio), "tree_leaf_start": tree_leaf_start,
+        "leaf_ratio": np.asarray(leaf_ratio), "leaf_edge": np.asarray(leaf_edge),
+        "tree_leaf_start": tree_leaf_start,
     }
 
 
@@ -394,13 +399,9 @@ cdef void grad_free(GradScratch* g) noexcept nogil:
 
 cdef double tree_gradient_at(
     const Forest* f, int64_t t, int64_t output, const double* x, const double* z,
-    GradScratch* g, double* grad, bint factors_ready,
+    GradScratch* g, double* grad,
 ) noexcept nogil:
-    """Add grad F_t(z) of ``output`` to ``grad`` (p,) and return F_t(z).
-
-    With ``factors_ready`` the row's path factors of this tree are already
-    in ``g`` (the ranker evaluates two points per row and tree).
-    """
+    """Add grad F_t(z) of ``output`` to ``grad`` (p,) and return F_t(z)."""
     cdef int64_t start = f.tree_start[t]
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t W = f.n_values
@@ -414,8 +415,7 @@ cdef double tree_gradient_at(
         column = output
     if n == 1:
         return f.value[start * W + column]
-    if not factors_ready:
-        path_factors(f, t, x, g.left_taken, g.ratio_prod, g.follow_prod)
+    path_factors(f, t, x, g.left_taken, g.ratio_prod, g.follow_prod)
     g.nonzero_prod[0] = 1.0
     g.zeros[0] = 0
     g.total0[0] = 0.0
@@ -490,11 +490,139 @@ def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[
                 continue
             for t in range(f.n_trees):
                 value[i] += tree_gradient_at(&f, t, output[i], &X[i, 0], &Z[i, 0], &g,
-                                             &grad[i, 0], False)
+                                             &grad[i, 0])
         grad_free(&g)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(grad), np.asarray(value)
+
+
+# TreeGrad-Ranker (treegrad-ranker Algorithms 2, 10) evaluates grad F at
+# 2 n_iter points per row, so the row's part of the game is laid out once:
+# per leaf l (value v_l) and distinct feature j on its path, R_lj and
+# D_lj = X_lj - R_lj (the pattern structure's entries). Then
+#     dF/dz_j = sum_{l: j on l's path} v_l D_lj prod_{i != j} (R_li + z_i D_li)
+# (the derivative of the product in the header), computed per leaf with
+# prefix and suffix products: no division, so the zero factors of Algorithm
+# 9's corner case (z_j = 1 where X = 0, z_j = 0 where R = 0) need no special
+# case. O(sum_l d_l) per point, no tree walk inside the iterations.
+
+cdef struct RankerScratch:
+    double* leaf_value    # (n_leaves) the row's output at each leaf
+    int64_t* leaf_dim
+    double* ratio         # (n_entries) R_lj
+    double* diff          # D_lj = X_lj - R_lj
+    int64_t* feature
+    uint8_t* left_taken   # (max_tree_nodes) path_factors' output
+    double* ratio_prod
+    double* follow_prod
+    double* prefix        # (4 max_dim) prefix products and factors at z and 1 - z
+    double* state         # (5 p) z, gradient sum, Adam moments, flipped z
+
+
+cdef RankerScratch ranker_alloc(int64_t n_leaves, int64_t n_entries, int64_t max_nodes,
+                                int64_t max_dim, int64_t p) noexcept nogil:
+    cdef RankerScratch r
+    r.leaf_value = <double*> malloc(max(n_leaves, 1) * sizeof(double))
+    r.leaf_dim = <int64_t*> malloc(max(n_leaves, 1) * sizeof(int64_t))
+    r.ratio = <double*> malloc(max(n_entries, 1) * sizeof(double))
+    r.diff = <double*> malloc(max(n_entries, 1) * sizeof(double))
+    r.feature = <int64_t*> malloc(max(n_entries, 1) * sizeof(int64_t))
+    r.left_taken = <uint8_t*> malloc(max_nodes * sizeof(uint8_t))
+    r.ratio_prod = <double*> malloc(max_nodes * sizeof(double))
+    r.follow_prod = <double*> malloc(max_nodes * sizeof(double))
+    r.prefix = <double*> malloc(4 * max(max_dim, 1) * sizeof(double))
+    r.state = <double*> malloc(5 * max(p, 1) * sizeof(double))
+    return r
+
+
+cdef bint ranker_failed(const RankerScratch* r) noexcept nogil:
+    return (r.leaf_value == NULL or r.leaf_dim == NULL or r.ratio == NULL or r.diff == NULL
+            or r.feature == NULL or r.left_taken == NULL or r.ratio_prod == NULL
+            or r.follow_prod == NULL or r.prefix == NULL or r.state == NULL)
+
+
+cdef void ranker_free(RankerScratch* r) noexcept nogil:
+    free(r.leaf_value)
+    free(r.leaf_dim)
+    free(r.ratio)
+    free(r.diff)
+    free(r.feature)
+    free(r.left_taken)
+    free(r.ratio_prod)
+    free(r.follow_prod)
+    free(r.prefix)
+    free(r.state)
+
+
+cdef int64_t ranker_row_game(
+    const Forest* f, const double* x, int64_t output, const int64_t* leaf_node,
+    const int64_t* dim, const int64_t* fstart, const int64_t* feature, const double* ratio,
+    const int64_t* edge, const int64_t* tree_leaf_start, RankerScratch* r,
+) noexcept nogil:
+    """Lay out the leaves (value, R, D, feature) of row ``x``'s game of
+    ``output``; return the number of leaves kept (leaves of value 0 add
+    nothing to F, constant trees nothing to its gradient)."""
+    cdef int64_t W = f.n_values
+    cdef int64_t n_leaves = 0, n_entries = 0
+    cdef int64_t t, start, column, v, b, e
+    cdef double value
+    for t in range(f.n_trees):
+        if W == 1:
+            if f.tree_output[t] != output:
+                continue
+            column = 0
+        else:
+            column = output
+        start = f.tree_start[t]
+        if f.tree_start[t + 1] - start == 1:
+            continue
+        path_factors(f, t, x, r.left_taken, r.ratio_prod, r.follow_prod)
+        for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+            value = f.value[leaf_node[v] * W + column]
+            if value == 0.0:
+                continue
+            r.leaf_value[n_leaves] = value
+            r.leaf_dim[n_leaves] = dim[v]
+            n_leaves += 1
+            for b in range(dim[v]):
+                e = fstart[v] + b
+                r.ratio[n_entries] = ratio[e]
+                r.diff[n_entries] = r.follow_prod[edge[e] - start] - ratio[e]
+                r.feature[n_entries] = feature[e]
+                n_entries += 1
+    return n_leaves
+
+
+cdef void ranker_gradient(const RankerScratch* r, int64_t n_leaves, int64_t max_dim,
+                          const double* z, double* grad) noexcept nogil:
+    """Add grad F(z) + grad F(1 - z) of the laid-out game to ``grad``."""
+    cdef double* prefix_z = r.prefix
+    cdef double* prefix_flip = r.prefix + max_dim
+    cdef double* factor_z = r.prefix + 2 * max_dim
+    cdef double* factor_flip = r.prefix + 3 * max_dim
+    cdef int64_t l, b, d, e = 0
+    cdef double zj, product_z, product_flip, suffix_z, suffix_flip
+    for l in range(n_leaves):
+        d = r.leaf_dim[l]
+        product_z = 1.0
+        product_flip = 1.0
+        for b in range(d):
+            zj = z[r.feature[e + b]]
+            prefix_z[b] = product_z
+            prefix_flip[b] = product_flip
+            factor_z[b] = r.ratio[e + b] + zj * r.diff[e + b]
+            factor_flip[b] = r.ratio[e + b] + (1.0 - zj) * r.diff[e + b]
+            product_z = product_z * factor_z[b]
+            product_flip = product_flip * factor_flip[b]
+        suffix_z = r.leaf_value[l]
+        suffix_flip = suffix_z
+        for b in range(d - 1, -1, -1):
+            grad[r.feature[e + b]] += r.diff[e + b] * (prefix_z[b] * suffix_z
+                                                       + prefix_flip[b] * suffix_flip)
+            suffix_z = suffix_z * factor_z[b]
+            suffix_flip = suffix_flip * factor_flip[b]
+        e += d
 
 
 def treegrad_ranker(ens, const double[:, ::1] X, const int64_t[::1] output, int n_iter,
@@ -507,49 +635,55 @@ def treegrad_ranker(ens, const double[:, ::1] X, const int64_t[::1] output, int 
     clipped to [0, 1]. Returns zeta, shape (n_rows, p).
     """
     cdef Forest f = forest_from(ens)
+    structure = pattern_structure(ens)
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef const int64_t[::1] edge = structure["leaf_edge"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef int64_t n_all_leaves = leaf_node.shape[0]
+    cdef int64_t n_entries = feature.shape[0]
+    cdef int64_t max_dim = int(np.max(structure["leaf_dim"], initial=0))
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t p = f.n_features
     cdef double[:, ::1] zeta = np.zeros((n_rows, p))
     cdef Py_ssize_t i
-    cdef int64_t t, it, j
+    cdef int64_t it, j, n_leaves
     cdef double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, m_hat, v_hat, gj, zj
     cdef double* z
-    cdef double* z_flip
-    cdef double* g_z
-    cdef double* g_flip
+    cdef double* grad
     cdef double* moment1
     cdef double* moment2
-    cdef GradScratch g
+    cdef RankerScratch r
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     if n_rows == 0:
         return np.asarray(zeta)
     with nogil, parallel(num_threads=n_threads):
-        g = grad_alloc(f.max_tree_nodes)
-        z = <double*> malloc(6 * p * sizeof(double))
-        if grad_failed(&g) or z == NULL:
+        r = ranker_alloc(n_all_leaves, n_entries, f.max_tree_nodes, max_dim, p)
+        if ranker_failed(&r):
             failed[0] = 1
-        z_flip = z + p
-        g_z = z + 2 * p
-        g_flip = z + 3 * p
-        moment1 = z + 4 * p
-        moment2 = z + 5 * p
+        z = r.state
+        grad = r.state + p
+        moment1 = r.state + 2 * p
+        moment2 = r.state + 3 * p
         for i in prange(n_rows, schedule="dynamic", chunksize=1):
             if failed[0]:
                 continue
+            n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &leaf_node[0], &dim[0],
+                                       &fstart[0], &feature[0], &ratio[0], &edge[0],
+                                       &tree_leaf_start[0], &r)
             for j in range(p):
                 z[j] = 0.5
                 moment1[j] = 0.0
                 moment2[j] = 0.0
             for it in range(1, n_iter + 1):
                 for j in range(p):
-                    z_flip[j] = 1.0 - z[j]
-                    g_z[j] = 0.0
-                    g_flip[j] = 0.0
-                for t in range(f.n_trees):
-                    tree_gradient_at(&f, t, output[i], &X[i, 0], z, &g, g_z, False)
-                    tree_gradient_at(&f, t, output[i], &X[i, 0], z_flip, &g, g_flip, True)
+                    grad[j] = 0.0
+                ranker_gradient(&r, n_leaves, max_dim, z, grad)
                 for j in range(p):
-                    gj = 0.5 * (g_z[j] + g_flip[j])
+                    gj = 0.5 * grad[j]
                     zeta[i, j] += (gj - zeta[i, j]) / it
                     if adam:
                         moment1[j] = beta1 * moment1[j] + (1.0 - beta1) * gj
@@ -560,8 +694,7 @@ def treegrad_ranker(ens, const double[:, ::1] X, const int64_t[::1] output, int 
                     else:
                         zj = z[j] + step_size * gj
                     z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
-        grad_free(&g)
-        free(z)
+        ranker_free(&r)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(zeta)
