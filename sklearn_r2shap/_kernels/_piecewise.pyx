@@ -40,6 +40,9 @@ from libc.stdlib cimport malloc, free
 from libc.math cimport isnan
 
 from ._forest cimport Forest, forest_from, goes_left, next_node, path_factors, row_patterns
+from ._semivalues cimport (
+    Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc, scratch_failed, scratch_free,
+)
 
 
 cdef struct Linear:
@@ -52,56 +55,14 @@ cdef struct Linear:
     const double* fallback  # (n_nodes, n_values): fb_l
 
 
-cdef struct PwScratch:
-    double* ratio_prod   # R_k, per node
-    double* follow_prod  # X_k, per node
-    double* factor       # f_k(t_l), (nodes, m)
-    double* inv_factor   # 1 / f_k(t_l), 0 where f_k = 0 (then R_k = X_k = 0), (nodes, m)
-    double* path_prod    # s_k(t_l), (nodes, m)
-    double* subtree      # leaf terms below k, (nodes, m, n_values)
-    double* deepest      # H_k, (nodes, m, n_values)
-    double* sigma        # sum_k d_k eps_k(t_l) of one leaf, (m,)
-    uint8_t* left_taken
-
-
-cdef PwScratch pw_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
-    cdef PwScratch sc
-    sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.factor = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.inv_factor = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.path_prod = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.subtree = <double*> malloc(n_nodes * m * n_values * sizeof(double))
-    sc.deepest = <double*> malloc(n_nodes * m * n_values * sizeof(double))
-    sc.sigma = <double*> malloc(m * sizeof(double))
-    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
-    return sc
-
-
-cdef bint pw_failed(const PwScratch* sc) noexcept nogil:
-    return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.factor == NULL
-            or sc.inv_factor == NULL or sc.path_prod == NULL or sc.subtree == NULL
-            or sc.deepest == NULL or sc.sigma == NULL or sc.left_taken == NULL)
-
-
-cdef void pw_free(PwScratch* sc) noexcept nogil:
-    free(sc.ratio_prod)
-    free(sc.follow_prod)
-    free(sc.factor)
-    free(sc.inv_factor)
-    free(sc.path_prod)
-    free(sc.subtree)
-    free(sc.deepest)
-    free(sc.sigma)
-    free(sc.left_taken)
-
-
 cdef inline void leaf_terms(
     const Forest* f, const Linear* lin, int64_t k, int64_t kk, int64_t o, const double* x,
-    const double* points, const double* weights, int64_t m, PwScratch* sc, double* out,
+    const double* points, const double* weights, int64_t m, Scratch* sc, double* eps_sum,
+    double* out,
 ) noexcept nogil:
     """Leaf ``k`` (local ``kk``): its terms s_l V_l into ``subtree`` and the
-    corrections of its linear features into ``out`` (row of output ``o``)."""
+    corrections of its linear features into ``out`` (row of output ``o``);
+    ``eps_sum`` (m,) is scratch for sum_k d_k eps_k(t_l)."""
     cdef int64_t W = f.n_values
     cdef int64_t e0 = lin.start[k]
     cdef int64_t e1 = lin.start[k + 1]
@@ -125,7 +86,7 @@ cdef inline void leaf_terms(
         # V(t) = c + sum_k d_k eps_k(t); the correction of k is
         # s d R / f^2 (on the path, X = 1) or s d (off the path)
         for l in range(m):
-            sc.sigma[l] = 0.0
+            eps_sum[l] = 0.0
         for e in range(e0, e1):
             j = lin.feature[e]
             q = lin.node[e]
@@ -133,18 +94,18 @@ cdef inline void leaf_terms(
             acc = 0.0
             if q < 0:
                 for l in range(m):
-                    sc.sigma[l] += d * points[l]
+                    eps_sum[l] += d * points[l]
                     acc = acc + weights[l] * sc.path_prod[kk * m + l]
             elif sc.follow_prod[q] != 0.0:
                 r = sc.ratio_prod[q]
                 for l in range(m):
                     inv = sc.inv_factor[q * m + l]
-                    sc.sigma[l] += d * points[l] * inv
+                    eps_sum[l] += d * points[l] * inv
                     acc = acc + weights[l] * sc.path_prod[kk * m + l] * inv * inv
                 acc = acc * r
             out[o * f.n_features + j] += d * acc
         for l in range(m):
-            sc.subtree[a + l] = (c + sc.sigma[l]) * sc.path_prod[kk * m + l]
+            sc.subtree[a + l] = (c + eps_sum[l]) * sc.path_prod[kk * m + l]
         return
     fb = lin.fallback[k]
     for l in range(m):
@@ -193,7 +154,7 @@ cdef inline void leaf_terms(
 cdef void tree_piecewise(
     const Forest* f, const Linear* lin, int64_t t, const double* x,
     const double* points, const double* weights, int64_t m,
-    PwScratch* sc, double* out,
+    Scratch* sc, double* eps_sum, double* out,
 ) noexcept nogil:
     """Add sum_l weights[l] * grad F_t(points[l] * 1) of the piecewise-linear
     game of tree ``t`` to ``out`` (n_outputs, p)."""
@@ -201,61 +162,28 @@ cdef void tree_piecewise(
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t W = f.n_values
     cdef int64_t o = f.tree_output[t] if W == 1 else 0
-    cdef int64_t kk, k, pl, ql, q, l, w, a, b, j, oo
-    cdef double rk, xk, fk, d, acc
+    cdef int64_t kk, k, l, a
     path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
-    for l in range(m):
-        sc.path_prod[l] = 1.0
-        sc.factor[l] = 1.0
-        sc.inv_factor[l] = 1.0
+    gradient_down_pass(f, t, points, m, sc.ratio_prod, sc.follow_prod, sc.factor,
+                       sc.inv_factor, sc.path_prod)
     for l in range(m * W):
         sc.subtree[l] = 0.0
         sc.deepest[l] = 0.0
     if n == 1:  # a single leaf: only its linear features can gain
-        leaf_terms(f, lin, start, 0, o, x, points, weights, m, sc, out)
+        leaf_terms(f, lin, start, 0, o, x, points, weights, m, sc, eps_sum, out)
         return
     for kk in range(1, n):
         k = start + kk
-        pl = f.parent[k] - start
-        q = f.prev_same[k]
-        rk = sc.ratio_prod[kk]
-        xk = sc.follow_prod[kk]
-        for l in range(m):
-            fk = rk + points[l] * (xk - rk)
-            sc.factor[kk * m + l] = fk
-            # f_k = 0 only where R = X = 0: the factor vanishes for every t
-            sc.inv_factor[kk * m + l] = 1.0 / fk if fk != 0.0 else 0.0
-            sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk
-        if q >= 0:  # replace the factor of the feature's earlier edge
-            ql = q - start
-            for l in range(m):
-                sc.path_prod[kk * m + l] = sc.path_prod[kk * m + l] * sc.inv_factor[ql * m + l]
         a = kk * m * W
         for l in range(m * W):
             sc.deepest[a + l] = 0.0
         if f.left[k] < 0:
-            leaf_terms(f, lin, k, kk, o, x, points, weights, m, sc, out)
+            leaf_terms(f, lin, k, kk, o, x, points, weights, m, sc, eps_sum, out)
         else:
             for l in range(m * W):
                 sc.subtree[a + l] = 0.0
-    for kk in range(n - 1, 0, -1):
-        k = start + kk
-        pl = f.parent[k] - start
-        q = f.prev_same[k]
-        d = sc.follow_prod[kk] - sc.ratio_prod[kk]
-        j = f.feature[f.parent[k]]
-        a = kk * m * W
-        b = pl * m * W
-        for w in range(W):
-            acc = 0.0
-            for l in range(m):
-                acc = acc + (weights[l] * (sc.deepest[a + l * W + w] + sc.subtree[a + l * W + w])
-                             * sc.inv_factor[kk * m + l])
-                sc.subtree[b + l * W + w] += sc.subtree[a + l * W + w]
-                if q >= 0:
-                    sc.deepest[(q - start) * m * W + l * W + w] -= sc.subtree[a + l * W + w]
-            oo = o if W == 1 else w
-            out[oo * f.n_features + j] += d * acc
+    gradient_up_pass(f, t, m, weights, sc.ratio_prod, sc.follow_prod, sc.inv_factor,
+                     sc.subtree, sc.deepest, out)
 
 
 cdef Linear linear_from(const int64_t[::1] start, const int64_t[::1] feature,
@@ -294,7 +222,8 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
     cdef int64_t m = points.shape[0]
     cdef Py_ssize_t i
     cdef int64_t t
-    cdef PwScratch sc
+    cdef Scratch sc
+    cdef double* eps_sum
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     if cover_ratio.shape[0] != f.n_nodes or leaf_const.shape[0] != f.n_nodes:
         raise ValueError("cover_ratio and leaf_const need one entry per node")
@@ -304,16 +233,18 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        sc = pw_alloc(f.max_tree_nodes, m, f.n_values)
-        if pw_failed(&sc):
+        sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
+        eps_sum = <double*> malloc(m * sizeof(double))
+        if scratch_failed(&sc) or eps_sum == NULL:
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
             if failed[0]:
                 continue
             for t in range(trees.shape[0]):
                 tree_piecewise(&f, &lin, trees[t], &X[i, 0], &points[0], &weights[0], m,
-                               &sc, &out[i, 0, 0])
-        pw_free(&sc)
+                               &sc, eps_sum, &out[i, 0, 0])
+        scratch_free(&sc)
+        free(eps_sum)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
 

@@ -6,6 +6,7 @@ cdef struct Scratch:
     double* ratio_prod   # R_k, per node
     double* follow_prod  # X_k, per node
     double* factor       # f_k(t_l), (nodes, m)
+    double* inv_factor   # 1 / f_k(t_l), 0 where f_k = 0 (then R_k = X_k = 0), (nodes, m)
     double* path_prod    # s_k(t_l), (nodes, m)
     double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
     double* deepest      # H_k, (nodes, m, n_values)
@@ -14,6 +15,16 @@ cdef struct Scratch:
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil
 cdef bint scratch_failed(const Scratch* sc) noexcept nogil
 cdef void scratch_free(Scratch* sc) noexcept nogil
+cdef void gradient_down_pass(
+    const Forest* f, int64_t t, const double* points, int64_t m,
+    const double* ratio_prod, const double* follow_prod,
+    double* factor, double* inv_factor, double* path_prod,
+) noexcept nogil
+cdef void gradient_up_pass(
+    const Forest* f, int64_t t, int64_t m, const double* weights,
+    const double* ratio_prod, const double* follow_prod, const double* inv_factor,
+    double* subtree, double* deepest, double* out,
+) noexcept nogil
 cdef void tree_gradient_uniform(
     const Forest* f, int64_t t, const double* x,
     const double* points, const double* weights, int64_t m,

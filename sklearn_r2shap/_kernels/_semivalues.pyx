@@ -28,6 +28,7 @@ cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcep
     sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
     sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
     sc.factor = <double*> malloc(n_nodes * m * sizeof(double))
+    sc.inv_factor = <double*> malloc(n_nodes * m * sizeof(double))
     sc.path_prod = <double*> malloc(n_nodes * m * sizeof(double))
     sc.subtree = <double*> malloc(n_nodes * m * n_values * sizeof(double))
     sc.deepest = <double*> malloc(n_nodes * m * n_values * sizeof(double))
@@ -37,18 +38,87 @@ cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcep
 
 cdef bint scratch_failed(const Scratch* sc) noexcept nogil:
     return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.factor == NULL
-            or sc.path_prod == NULL or sc.subtree == NULL or sc.deepest == NULL
-            or sc.left_taken == NULL)
+            or sc.inv_factor == NULL or sc.path_prod == NULL or sc.subtree == NULL
+            or sc.deepest == NULL or sc.left_taken == NULL)
 
 
 cdef void scratch_free(Scratch* sc) noexcept nogil:
     free(sc.ratio_prod)
     free(sc.follow_prod)
     free(sc.factor)
+    free(sc.inv_factor)
     free(sc.path_prod)
     free(sc.subtree)
     free(sc.deepest)
     free(sc.left_taken)
+
+
+cdef void gradient_up_pass(
+    const Forest* f, int64_t t, int64_t m, const double* weights,
+    const double* ratio_prod, const double* follow_prod, const double* inv_factor,
+    double* subtree, double* deepest, double* out,
+) noexcept nogil:
+    """The up pass of tree ``t`` (Lemma 2): with the leaf terms of every node
+    in ``subtree`` (nodes, m, n_values) and ``deepest`` zeroed, add
+    (X_k - R_k) sum_l weights[l] H_k(t_l) / f_k(t_l) to the feature of every
+    edge k in ``out`` (n_outputs, p)."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t W = f.n_values
+    cdef int64_t kk, k, pl, q, l, w, a, b, j, o
+    cdef double d, acc
+    for kk in range(n - 1, 0, -1):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        d = follow_prod[kk] - ratio_prod[kk]
+        j = f.feature[f.parent[k]]
+        a = kk * m * W
+        b = pl * m * W
+        for w in range(W):
+            acc = 0.0
+            for l in range(m):
+                acc = acc + (weights[l] * (deepest[a + l * W + w] + subtree[a + l * W + w])
+                             * inv_factor[kk * m + l])
+                subtree[b + l * W + w] += subtree[a + l * W + w]
+                if q >= 0:
+                    deepest[(q - start) * m * W + l * W + w] -= subtree[a + l * W + w]
+            o = f.tree_output[t] if W == 1 else w
+            out[o * f.n_features + j] += d * acc
+
+
+cdef void gradient_down_pass(
+    const Forest* f, int64_t t, const double* points, int64_t m,
+    const double* ratio_prod, const double* follow_prod,
+    double* factor, double* inv_factor, double* path_prod,
+) noexcept nogil:
+    """The down pass of tree ``t`` (Algorithm 9, lines 4-7) at every point
+    t_l: the factor f_k, its inverse and the path product s_k of every node
+    (nodes, m); the root's are 1."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t kk, k, pl, ql, q, l
+    cdef double rk, xk, fk
+    for l in range(m):
+        path_prod[l] = 1.0
+        factor[l] = 1.0
+        inv_factor[l] = 1.0
+    for kk in range(1, n):
+        k = start + kk
+        pl = f.parent[k] - start
+        q = f.prev_same[k]
+        rk = ratio_prod[kk]
+        xk = follow_prod[kk]
+        for l in range(m):
+            fk = rk + points[l] * (xk - rk)
+            factor[kk * m + l] = fk
+            # f_k = 0 only where R = X = 0: the factor vanishes for every t
+            inv_factor[kk * m + l] = 1.0 / fk if fk != 0.0 else 0.0
+            path_prod[kk * m + l] = path_prod[pl * m + l] * fk
+        if q >= 0:  # replace the factor of the feature's earlier edge
+            ql = q - start
+            for l in range(m):
+                path_prod[kk * m + l] = path_prod[kk * m + l] * inv_factor[ql * m + l]
 
 
 cdef void tree_gradient_uniform(
@@ -60,57 +130,22 @@ cdef void tree_gradient_uniform(
     cdef int64_t start = f.tree_start[t]
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t W = f.n_values
-    cdef int64_t kk, k, pl, ql, q, l, w, a, b, o, j
-    cdef double rk, xk, fk, fq, d, acc
+    cdef int64_t kk, k, l, w, a
     if n == 1:
         return
     path_factors(f, t, x, sc.left_taken, sc.ratio_prod, sc.follow_prod)
-    for l in range(m):
-        sc.path_prod[l] = 1.0
-    for l in range(m * W):
-        sc.subtree[l] = 0.0
-        sc.deepest[l] = 0.0
-    for kk in range(1, n):
+    gradient_down_pass(f, t, points, m, sc.ratio_prod, sc.follow_prod, sc.factor,
+                       sc.inv_factor, sc.path_prod)
+    # leaf terms rho_k s_k (internal nodes hold value 0, TreeEnsemble.from_trees)
+    for kk in range(n):
         k = start + kk
-        pl = f.parent[k] - start
-        q = f.prev_same[k]
-        rk = sc.ratio_prod[kk]
-        xk = sc.follow_prod[kk]
-        for l in range(m):
-            fk = rk + points[l] * (xk - rk)
-            sc.factor[kk * m + l] = fk
-            sc.path_prod[kk * m + l] = sc.path_prod[pl * m + l] * fk
-        if q >= 0:
-            ql = q - start
-            for l in range(m):
-                fq = sc.factor[ql * m + l]
-                # f_q = 0 only where R = X = 0, which stays 0 below.
-                sc.path_prod[kk * m + l] = sc.path_prod[kk * m + l] / fq if fq != 0.0 else 0.0
-        # internal nodes hold value 0 (TreeEnsemble.from_trees)
         a = kk * m * W
         for l in range(m):
             for w in range(W):
                 sc.subtree[a + l * W + w] = f.value[k * W + w] * sc.path_prod[kk * m + l]
                 sc.deepest[a + l * W + w] = 0.0
-    for kk in range(n - 1, 0, -1):
-        k = start + kk
-        pl = f.parent[k] - start
-        q = f.prev_same[k]
-        d = sc.follow_prod[kk] - sc.ratio_prod[kk]
-        j = f.feature[f.parent[k]]
-        a = kk * m * W
-        b = pl * m * W
-        for w in range(W):
-            acc = 0.0
-            for l in range(m):
-                fk = sc.factor[kk * m + l]
-                if fk != 0.0:
-                    acc = acc + weights[l] * (sc.deepest[a + l * W + w] + sc.subtree[a + l * W + w]) / fk
-                sc.subtree[b + l * W + w] += sc.subtree[a + l * W + w]
-                if q >= 0:
-                    sc.deepest[(q - start) * m * W + l * W + w] -= sc.subtree[a + l * W + w]
-            o = f.tree_output[t] if W == 1 else w
-            out[o * f.n_features + j] += d * acc
+    gradient_up_pass(f, t, m, weights, sc.ratio_prod, sc.follow_prod, sc.inv_factor,
+                     sc.subtree, sc.deepest, out)
 
 
 def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
