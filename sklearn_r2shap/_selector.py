@@ -86,7 +86,12 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return model
         estimator = clone(estimator)
         if sample_weight is not None:
-            fit_params = dict(fit_params, sample_weight=sample_weight)
+            from sklearn.pipeline import Pipeline
+
+            # a Pipeline takes the weights of its final step as <step>__sample_weight
+            key = (f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline)
+                   else "sample_weight")
+            fit_params = dict(fit_params, **{key: sample_weight})
         if y is None:
             return estimator.fit(X, **fit_params)
         return estimator.fit(X, y, **fit_params)

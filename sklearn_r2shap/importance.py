@@ -55,9 +55,11 @@ class R2Decomposition:
     method : {"qshap", "shapflex"}
         Exact Shapley values of R^2, or the shapFlex shares.
     sigma_unique : float or None
-        shapFlex only: the proportion of explained variance that the
-        features explain uniquely (1 for uncorrelated features; the shares
-        are less stable the smaller it is).
+        shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
+        the explained variance that the features explain uniquely relative
+        to the whole (1 for an OLS fit on uncorrelated features; it may
+        exceed 1 when collinear terms cancel); NaN when the model predicts y
+        no better than its mean.
     residual_variance_ratios : ndarray of shape (n_features,) or None
         shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
     """
@@ -352,9 +354,11 @@ class ShapleyR2Importance(BaseTreeSelector):
         R^2 for shapFlex.
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
-    sigma_unique_ : float
-        shapFlex only: the proportion of explained variance that the
-        features explain uniquely (mean over folds with ``cv``).
+    sigma_unique_ : float or None
+        shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), how
+        much of the explained variance the features explain uniquely (mean
+        over folds with ``cv``; NaN where the model predicts no better than
+        the mean of y). None for Q-SHAP.
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
@@ -415,7 +419,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` and used in the decomposition.
+            Passed to the model's ``fit`` (to its final step, as
+            ``<step>__sample_weight``, for a Pipeline) and used in the
+            decomposition.
         **fit_params : dict
             Passed to the model's ``fit``.
 
@@ -451,8 +457,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.importances_std_ = result.std_errors
             self.r2_ = result.r2
             self.method_ = result.method
-            if result.method == "shapflex":
-                self.sigma_unique_ = result.sigma_unique
+            self.sigma_unique_ = result.sigma_unique
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
@@ -486,8 +491,8 @@ class ShapleyR2Importance(BaseTreeSelector):
                                  if n_folds > 1 else np.zeros_like(self.feature_importances_))
         self.r2_ = float(np.mean(r2))
         (self.method_,) = methods
-        if self.method_ == "shapflex":
-            self.sigma_unique_ = float(np.mean(sigma_unique))
+        self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
+                              else None)
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
 
     def _resolve_method(self, model):

@@ -479,8 +479,9 @@ class TreeGradRanker(BaseTreeSelector):
         y : array-like of shape (n_samples,), default=None
             Needed unless the model is prefit or frozen.
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` and used as row weights in
-            ``feature_importances_`` and ``mean_scores_``.
+            Passed to the model's ``fit`` (to its final step, as
+            ``<step>__sample_weight``, for a Pipeline) and used as row
+            weights in ``feature_importances_`` and ``mean_scores_``.
         **fit_params : dict
             Passed to the model's ``fit``.
 

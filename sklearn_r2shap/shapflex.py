@@ -17,9 +17,11 @@ SHAP values of a scikit-learn linear regressor, ``coef_ * (x - mean(x))``,
 also at the end of a :class:`~sklearn.pipeline.Pipeline`; otherwise an error
 that says how to supply them.
 """
+import warnings
+
 import numpy as np
 
-from ._model import UnsupportedModelError, to_ensemble
+from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._validation import check_rows
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
@@ -47,9 +49,9 @@ def shapflex_shares(phi, prediction, y, weight):
     r2 : float
         Gelman's R^2, var(yhat) / (var(yhat) + var(e)).
     sigma_unique : float
-        sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)); NaN when
-        var(y) = var(e) (and of no meaning when var(y) < var(e), i.e. when the
-        model predicts worse than the mean of y).
+        sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)); NaN, with a
+        warning, when var(e) >= var(y) (the model predicts y no better than
+        its mean, so there is no explained variance to share).
     ratios : ndarray of shape (n_features,)
         min(var(e) / var(e + phi_j), 1), with 0/0 taken as 1.
     """
@@ -58,16 +60,30 @@ def shapflex_shares(phi, prediction, y, weight):
     var_prediction = float(_weighted_variance(prediction, weight))
     var_y = float(_weighted_variance(y, weight))
     r2 = var_prediction / (var_prediction + var_residual)
-    var_removed = _weighted_variance(residual[:, None] + phi, weight)
+    # var(e + phi_j) - var(e) = var(phi_j) + 2 cov(e, phi_j), computed as such so
+    # that a feature with phi_j = 0 gains exactly 0 (no rounding noise to normalise)
+    total = weight.sum()
+    centred_phi = phi - weight @ phi / total
+    centred_residual = residual - weight @ residual / total
+    increase = weight @ (centred_phi * (centred_phi + 2.0 * centred_residual[:, None])) / total
+    var_removed = var_residual + increase
     # removing a feature that does not raise the residual variance: ratio 1, share 0
-    raises = var_removed > var_residual
+    raises = increase > 0
     ratios = np.ones(phi.shape[1])
     ratios[raises] = var_residual / var_removed[raises]
-    gains = 1.0 - ratios
+    gains = np.zeros(phi.shape[1])
+    gains[raises] = increase[raises] / var_removed[raises]  # 1 - ratio_j
     total_gain = gains.sum()
     importances = r2 * gains / total_gain if total_gain > 0 else np.zeros_like(gains)
-    sigma_unique = (float(np.sum(var_removed - var_residual)) / (var_y - var_residual)
-                    if var_y != var_residual else np.nan)
+    if var_y > var_residual:
+        sigma_unique = float(np.sum(increase)) / (var_y - var_residual)
+    else:
+        warnings.warn(
+            f"The residual variance ({var_residual:.6g}) is not below the variance of y "
+            f"({var_y:.6g}): the model predicts y no better than its mean on these data, "
+            "so sigma_unique is undefined (NaN) and Gelman's R^2 and its shares overstate "
+            "what the model explains here.", UserWarning, stacklevel=3)
+        sigma_unique = np.nan
     return importances, r2, sigma_unique, ratios
 
 
@@ -253,7 +269,12 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         return phi, phi_0, "callable"
     try:
         ensemble = to_ensemble(model)
-    except UnsupportedModelError:
+    except UnsupportedModelError as error:
+        if is_tree_model(model):  # a tree model whose configuration we cannot read exactly
+            raise UnsupportedModelError(
+                f"{error} shapFlex can use SHAP values of your own instead: pass "
+                "shap_values=f(estimator, X) returning an (n_samples, n_features) array."
+            ) from error
         ensemble = None
     if ensemble is not None:
         if ensemble.n_outputs != 1 or ensemble.n_values != 1:
@@ -293,7 +314,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     R2_j = R2 (1 - ratio_j) / sum_k (1 - ratio_k) and
     sigma_unique = sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)).
     The shares are not Shapley values of R^2 (see the documentation page
-    "R^2 decomposition": they differ from Q-SHAP and LMG when features are
+    "shapFlex": they differ from Q-SHAP and LMG when features are
     correlated or the model is shrunken).
 
     Parameters

@@ -18,6 +18,7 @@ from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegr
 from sklearn.linear_model import LinearRegression, Ridge
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.neighbors import KNeighborsRegressor
+from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures, StandardScaler
 
@@ -223,22 +224,41 @@ def test_no_feature_helps_gives_zero_shares(knn_data):
     X, y = knn_data
     # a model fitted against -y: removing any feature lowers the residual variance
     model = LinearRegression().fit(X, -y)
-    result = shapflex_decomposition(model, X, y)
+    with pytest.warns(UserWarning, match="no better than its mean"):
+        result = shapflex_decomposition(model, X, y)
     np.testing.assert_array_equal(result.residual_variance_ratios, np.ones(4))
     np.testing.assert_array_equal(result.importances, np.zeros(4))
     assert result.r2 > 0 and result.r2_unattributed == result.r2
+    assert np.isnan(result.sigma_unique)
     # a constant model: every SHAP value is zero
-    constant = shapflex_decomposition(DummyRegressor().fit(X, y), X, y,
-                                      shap_values=lambda est, rows: np.zeros(rows.shape))
+    with pytest.warns(UserWarning, match="no better than its mean"):
+        constant = shapflex_decomposition(DummyRegressor().fit(X, y), X, y,
+                                          shap_values=lambda est, rows: np.zeros(rows.shape))
     np.testing.assert_array_equal(constant.importances, np.zeros(4))
-    assert constant.r2 == 0.0
+    assert constant.r2 == 0.0 and np.isnan(constant.sigma_unique)
+
+
+def test_sigma_unique_is_undefined_where_the_model_is_worse_than_the_mean():
+    # held-out data on which the fitted relation is reversed: var(e) > var(y),
+    # where the formula's numerator and denominator are both negative
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    model = LinearRegression().fit(X, X[:, 0] + 0.3 * rng.normal(size=400))
+    X_new = rng.normal(size=(400, 3))
+    y_new = -X_new[:, 0] + 0.3 * rng.normal(size=400)
+    with pytest.warns(UserWarning, match="sigma_unique is undefined"):
+        selector = ShapleyR2Importance(model, prefit=True).fit(X_new, y_new)
+    assert np.isnan(selector.sigma_unique_)
+    # the same model on data it fits: defined
+    selector.fit(X, X[:, 0] + 0.3 * rng.normal(size=400))
+    assert np.isfinite(selector.sigma_unique_)
 
 
 def test_feature_whose_removal_lowers_the_error_gets_zero():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 3))
-    model = LinearRegression().fit(X, X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300))
-    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + 0.1 * rng.normal(size=300)
+    model = LinearRegression().fit(X, 2 * X[:, 0] - 0.3 * X[:, 1] + 0.1 * rng.normal(size=300))
+    y = 2 * X[:, 0] + 0.3 * X[:, 1] + 0.5 * X[:, 2] + 0.1 * rng.normal(size=300)
     result = shapflex_decomposition(model, X, y)
     phi = model.coef_ * (X - X.mean(axis=0))
     assert_matches_reference(result, phi, model.predict(X), y)
@@ -274,7 +294,10 @@ def test_sigma_unique_is_one_for_uncorrelated_features():
 
 def test_method_resolution(diabetes):
     X, y = diabetes
-    assert ShapleyR2Importance().fit(X, y).method_ == "qshap"
+    selector = ShapleyR2Importance(method="shapflex").fit(X, y)
+    assert selector.method_ == "shapflex" and np.isfinite(selector.sigma_unique_)
+    selector.set_params(method="auto").fit(X, y)  # no shapFlex attribute left from before
+    assert selector.method_ == "qshap" and selector.sigma_unique_ is None
     assert ShapleyR2Importance(LinearRegression()).fit(X, y).method_ == "shapflex"
     with pytest.raises(UnsupportedModelError):
         ShapleyR2Importance(LinearRegression(), method="qshap").fit(X, y)
@@ -287,6 +310,38 @@ def test_method_resolution(diabetes):
     assert tree.method_ == "shapflex" and tree.decomposition_.mode == "tree"
     with pytest.raises(ValueError, match="qshap"):
         tree.local_r2(X, y)
+
+
+def test_a_refused_tree_model_keeps_its_reason(diabetes):
+    # a tree model the package reads but cannot explain exactly (an init
+    # estimator whose prediction depends on X): "auto" falls back to shapFlex,
+    # which needs the tree SHAP values, so the adapter's reason is raised
+    X, y = diabetes
+    model = GradientBoostingRegressor(init=LinearRegression(), n_estimators=5)
+    for method in ("auto", "qshap", "shapflex"):
+        with pytest.raises(UnsupportedModelError, match="init estimator"):
+            ShapleyR2Importance(model, method=method).fit(X, y)
+    # with SHAP values of one's own it is decomposed (here: all zero, so no shares)
+    fitted = clone(model).fit(X, y)
+    phi = np.zeros((len(X), X.shape[1]))
+    result = shapflex_decomposition(fitted, X, y, shap_values=lambda est, rows: np.column_stack(
+        [phi, fitted.predict(rows)]))
+    assert result.mode == "callable"
+    np.testing.assert_array_equal(result.importances, np.zeros(X.shape[1]))
+
+
+def test_sample_weight_reaches_the_final_step_of_a_pipeline(diabetes):
+    X, y = diabetes
+    weight = 1.0 + (np.arange(len(X)) % 4)
+    pipeline = make_pipeline(StandardScaler(), Ridge(alpha=1.0))
+    selector = ShapleyR2Importance(pipeline).fit(X, y, sample_weight=weight)
+    expected_model = clone(pipeline).fit(X, y, ridge__sample_weight=weight)
+    np.testing.assert_allclose(selector.estimator_[-1].coef_, expected_model[-1].coef_,
+                               rtol=1e-12)
+    unweighted = clone(pipeline).fit(X, y)
+    assert not np.allclose(expected_model[-1].coef_, unweighted[-1].coef_)
+    expected = shapflex_decomposition(expected_model, X, y, sample_weight=weight)
+    np.testing.assert_allclose(selector.feature_importances_, expected.importances, rtol=1e-12)
 
 
 def test_lightgbm_linear_leaves_use_the_piecewise_kernel(diabetes):

@@ -13,6 +13,21 @@ class UnsupportedModelError(TypeError, ValueError):
     """A model, objective, split type or setting that cannot be explained exactly."""
 
 
+def is_tree_model(model):
+    """Whether ``model`` is of a type :func:`to_ensemble` reads: a scikit-learn
+    tree model, or any XGBoost, LightGBM or CatBoost model (which
+    ``to_ensemble`` may still refuse for its configuration, e.g. an objective
+    or split type it cannot explain exactly)."""
+    module = type(model).__module__.split(".")[0]
+    if module in ("xgboost", "lightgbm", "catboost"):
+        return True
+    if module == "sklearn":
+        from ._sklearn import is_tree_model as is_sklearn_tree_model
+
+        return is_sklearn_tree_model(model)
+    return False
+
+
 def to_ensemble(model):
     """Translate a fitted tree model into a :class:`TreeEnsemble`.
 

@@ -23,6 +23,27 @@ from . import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
 
 
+def _model_kinds():
+    """(classes, converter) pairs; ExtraTree* subclass DecisionTree*."""
+    from sklearn import ensemble, tree
+
+    return (
+        ((ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier),
+         _convert_hist_gradient_boosting),
+        ((ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier),
+         _convert_gradient_boosting),
+        ((ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
+          ensemble.ExtraTreesRegressor, ensemble.ExtraTreesClassifier,
+          tree.DecisionTreeRegressor, tree.DecisionTreeClassifier),
+         _convert_forest),
+    )
+
+
+def is_tree_model(model):
+    """Whether ``model`` is one of the scikit-learn tree models ``convert`` reads."""
+    return any(isinstance(model, classes) for classes, _ in _model_kinds())
+
+
 def convert(model):
     """Translate a fitted scikit-learn tree model into a :class:`TreeEnsemble`.
 
@@ -49,22 +70,9 @@ def convert(model):
     sklearn.exceptions.NotFittedError
         If the model is not fitted.
     """
-    from sklearn import ensemble, tree
     from sklearn.utils.validation import check_is_fitted
 
-    # ExtraTree* subclass DecisionTree*; dispatch sends only classes defined
-    # in sklearn here.
-    kinds = (
-        ((ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier),
-         _convert_hist_gradient_boosting),
-        ((ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier),
-         _convert_gradient_boosting),
-        ((ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
-          ensemble.ExtraTreesRegressor, ensemble.ExtraTreesClassifier,
-          tree.DecisionTreeRegressor, tree.DecisionTreeClassifier),
-         _convert_forest),
-    )
-    for classes, adapter in kinds:
+    for classes, adapter in _model_kinds():
         if isinstance(model, classes):
             check_is_fitted(model)
             return adapter(model)
