@@ -39,7 +39,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport isnan
 
-from ._forest cimport Forest, forest_from, goes_left, next_node, path_factors, row_patterns
+from ._forest cimport Forest, forest_from, next_node, path_factors, row_patterns
 from ._semivalues cimport (
     Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc, scratch_failed, scratch_free,
 )

@@ -20,7 +20,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
-from ._forest cimport Forest, forest_from, goes_left, path_factors, row_patterns
+from ._forest cimport Forest, forest_from, path_factors, row_patterns
 
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
