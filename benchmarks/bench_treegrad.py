@@ -46,32 +46,19 @@ def best_of(fn, repeat):
 
 
 def gradient_fn():
-    """The public TreeGrad wrapper if the ranking module has it, else the kernel."""
-    try:
-        from sklearn_r2shap.ranking import multilinear_gradient
+    """One TreeGrad gradient at z = 1/2 per row."""
+    from sklearn_r2shap.ranking import multilinear_gradient
 
-        return lambda ens, X, n_jobs: multilinear_gradient(ens, X, np.full(X.shape[1], 0.5),
-                                                           n_jobs=n_jobs)[0]
-    except ImportError:
-        from sklearn_r2shap._kernels import _semivalues
-
-        return lambda ens, X, n_jobs: _semivalues.treegrad(
-            ens, np.ascontiguousarray(X, dtype=np.float64), np.full(X.shape, 0.5),
-            np.zeros(len(X), dtype=np.int64), n_jobs)[0]
+    return lambda ens, X, n_jobs: multilinear_gradient(ens, X, np.full(X.shape[1], 0.5),
+                                                       n_jobs=n_jobs)[0]
 
 
 def ranker_fn():
-    try:
-        from sklearn_r2shap.ranking import treegrad_scores
+    """TreeGrad-Ranker scores (Adam, T = 100, step 5) of every row."""
+    from sklearn_r2shap.ranking import treegrad_scores
 
-        return lambda ens, X, n_jobs: treegrad_scores(ens, X, n_iter=100, step_size=5.0,
-                                                      optimizer="adam", n_jobs=n_jobs)
-    except ImportError:
-        from sklearn_r2shap._kernels import _semivalues
-
-        return lambda ens, X, n_jobs: _semivalues.treegrad_ranker(
-            ens, np.ascontiguousarray(X, dtype=np.float64), np.zeros(len(X), dtype=np.int64),
-            100, 5.0, True, n_jobs)
+    return lambda ens, X, n_jobs: treegrad_scores(ens, X, n_iter=100, step_size=5.0,
+                                                  optimizer="adam", n_jobs=n_jobs)
 
 
 def shapley_weights(n):

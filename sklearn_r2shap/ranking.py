@@ -199,11 +199,12 @@ def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_
     chunk = _CHUNK_ROWS if verbose else max(n_rows, 1)
     starts = range(0, n_rows, chunk)
     zeta = np.empty((n_rows, ensemble.n_features))
+    structure = _semivalues.pattern_structure(ensemble)
     for start in _progress(starts, len(starts), verbose, "TreeGrad-Ranker"):
         stop = min(start + chunk, n_rows)
         zeta[start:stop] = _semivalues.treegrad_ranker(
-            ensemble, X[start:stop], kernel_output[start:stop], n_iter, step_size, adam,
-            n_threads)
+            ensemble, structure, X[start:stop], kernel_output[start:stop], n_iter, step_size,
+            adam, n_threads)
     return _signed(zeta, sign[:, None])
 
 

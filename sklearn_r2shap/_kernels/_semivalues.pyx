@@ -660,17 +660,17 @@ cdef void ranker_gradient(const RankerScratch* r, int64_t n_leaves, int64_t max_
         e += d
 
 
-def treegrad_ranker(ens, const double[:, ::1] X, const int64_t[::1] output, int n_iter,
-                    double step_size, bint adam, int n_threads):
+def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] output,
+                    int n_iter, double step_size, bint adam, int n_threads):
     """TreeGrad-Ranker scores zeta of every row (treegrad-ranker Algorithms 2, 10).
 
     From z = 1/2, g = (grad F(z) + grad F(1 - z)) / 2, zeta = running mean of
     g, z updated by gradient ascent (``adam=False``) or Adam (beta1 = 0.9,
     beta2 = 0.999, eps = 1e-8, z += step * m_hat / sqrt(v_hat + eps)) and
-    clipped to [0, 1]. Returns zeta, shape (n_rows, p).
+    clipped to [0, 1]. ``structure``: ``pattern_structure(ens)``. Returns
+    zeta, shape (n_rows, p).
     """
     cdef Forest f = forest_from(ens)
-    structure = pattern_structure(ens)
     cdef const int64_t[::1] leaf_node = structure["leaf_node"]
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
