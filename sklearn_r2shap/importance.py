@@ -171,6 +171,33 @@ def _check_regression_ensemble(ensemble):
         )
 
 
+def _chunk_rows(n_trees):
+    """Rows per chunk: the (rows, trees) coefficient arrays stay near 32 MB."""
+    return int(min(_CHUNK_ROWS, max(16, (1 << 21) // max(1, n_trees))))
+
+
+def squared_error_game(leaf, y, weight, base, tree_mean, symmetric):
+    """Coefficients (a, b) of the squared-error games, shape (n_rows, n_trees).
+
+    Tree k of row i contributes ``a Sh[m_k^2] + b Sh[m_k]`` with a = w_i and
+    b = -2 w_i c_ik (Sh[(c - m)^2] = Sh[m^2] - 2 c Sh[m] for a constant c).
+    Sequential (boosting): c_ik = y_i - F_{k-1}(x_i), the residual of the
+    trees before k from the initial prediction ``base``. Symmetric (forests):
+    c_ik = y_i - mu - (f~(x_i) - m~_k(x_i)) / 2 + v^k(empty), with m~ the
+    centred trees, f~ their sum and mu = base + sum of tree means.
+    """
+    if symmetric:
+        centred = leaf - tree_mean
+        total = centred.sum(axis=1, keepdims=True)
+        mu = base + float(np.sum(tree_mean))
+        residual = (y - mu)[:, None] - (total - centred) / 2.0 + tree_mean
+    else:
+        before = np.cumsum(leaf, axis=1) - leaf
+        residual = (y - base)[:, None] - before
+    square = np.repeat(weight[:, None], leaf.shape[1], axis=1)
+    return np.ascontiguousarray(square), np.ascontiguousarray(-2.0 * square * residual)
+
+
 def _progress(iterable, total, verbose, desc):
     if not verbose:
         return iterable
@@ -246,15 +273,20 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     symmetric = bool(ensemble.averaging)
 
     n_rows, n_features = X.shape
-    starts = range(0, n_rows, _CHUNK_ROWS)
+    chunk_rows = _chunk_rows(ensemble.n_trees)
+    starts = range(0, n_rows, chunk_rows)
     sums = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
     mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
     for start in _progress(starts, len(starts), verbose, "R^2 decomposition"):
-        stop = min(start + _CHUNK_ROWS, n_rows)
-        terms = _qshap.r2_terms(ensemble, X[start:stop], y[start:stop], weight[start:stop],
-                                symmetric, tree_mean, points, weights, n_threads)
+        stop = min(start + chunk_rows, n_rows)
+        leaf = _predict.leaf_values(ensemble, X[start:stop], n_threads)
+        square_coef, linear_coef = squared_error_game(
+            leaf, y[start:stop], weight[start:stop], float(ensemble.base_value[0]), tree_mean,
+            symmetric)
+        terms = _qshap.r2_terms(ensemble, X[start:stop], square_coef, linear_coef,
+                                points, weights, n_threads)
         chunk = -terms / total
         sums += chunk.sum(axis=0)
         if local is not None:

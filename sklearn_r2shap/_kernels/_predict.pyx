@@ -27,6 +27,25 @@ def predict_raw(ens, const double[:, ::1] X, int n_threads):
     return np.asarray(out)
 
 
+def leaf_values(ens, const double[:, ::1] X, int n_threads):
+    """The value of the leaf each row reaches in each tree, shape (n_rows, n_trees)
+    (single-value leaves)."""
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef double[:, ::1] out = np.empty((n_rows, f.n_trees))
+    cdef Py_ssize_t i
+    cdef int64_t t, node
+    if f.n_values != 1:
+        raise ValueError("leaf_values needs one value per leaf")
+    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        for t in range(f.n_trees):
+            node = f.tree_start[t]
+            while f.left[node] >= 0:
+                node = next_node(&f, node, &X[i, 0])
+            out[i, t] = f.value[node]
+    return np.asarray(out)
+
+
 def node_means(ens):
     """v(empty) of every subtree: the cover-weighted mean of its leaves.
 

@@ -16,10 +16,11 @@
 # up-pass credits each edge's feature as in Lemma 2. Diagonal pairs l1 = l2
 # are a product over l1's own path. Cost O(L^2 d) per tree and row.
 #
-# Per row i and tree k the kernel adds  w_i (Sh_j[m_k^2](x_i) - 2 c_ik Sh_j[m_k](x_i))
-# where c_ik is the residual before tree k (sequential, boosting) or
-# r_sym,k + v^k(empty) (symmetric, averaging ensembles; Sh[(m - c)^2] =
-# Sh[m^2] - 2 c Sh[m] for a constant c).
+# Per row i and tree k the kernel adds  a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i)
+# for coefficients computed outside (importance.py). For the squared error,
+# a = w_i and b = -2 w_i c_ik where c_ik is the residual before tree k
+# (sequential, boosting) or r_sym,k + v^k(empty) (symmetric, averaging
+# ensembles; Sh[(m - c)^2] = Sh[m^2] - 2 c Sh[m] for a constant c).
 import numpy as np
 
 from cython.parallel cimport parallel, prange
@@ -259,20 +260,16 @@ cdef void tree_square_gradient(
             ps.slot_of[ps.slot_feature[s]] = -1
 
 
-cdef double leaf_reached(const Forest* f, int64_t t, const double* x) noexcept nogil:
-    """The leaf value row x reaches in tree t."""
-    cdef int64_t node = f.tree_start[t]
-    while f.left[node] >= 0:
-        node = next_node(f, node, x)
-    return f.value[node]
-
-
-def r2_terms(ens, const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
-             bint symmetric, const double[::1] tree_mean, const double[::1] points,
+def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
+             const double[:, ::1] linear_coef, const double[::1] points,
              const double[::1] weights, int n_threads):
-    """Per-row, per-feature  sum_k w_i (Sh_j[m_k^2] - 2 c_ik Sh_j[m_k])  (see module doc).
+    """Per-row, per-feature  sum_k a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i).
 
-    ``R2_j = -(1 / Q0) * terms[:, j].sum()``. Shape (n_rows, n_features).
+    ``square_coef`` (a) and ``linear_coef`` (b) have shape (n_rows, n_trees);
+    a tree whose two coefficients are 0 for a row is skipped for that row.
+    The squared-error game of tree k against a constant c_ik with weight w_i
+    is a = w_i, b = -2 w_i c_ik (module doc); a second-order loss game is
+    a = w_i h_ik / 2, b = w_i g_ik. Shape (n_rows, n_features).
     """
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
@@ -280,15 +277,15 @@ def r2_terms(ens, const double[:, ::1] X, const double[::1] y, const double[::1]
     cdef int64_t n_slots = max(1, min(ens.max_depth, f.n_features))
     cdef double[:, ::1] out = np.zeros((n_rows, f.n_features))
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
-    cdef double base = ens.base_value[0]
-    cdef double mu = base + np.sum(tree_mean)
     cdef Py_ssize_t i
     cdef int64_t t, l
-    cdef double prediction, leaf, coef, centred_total, wi
     cdef Scratch sc
     cdef PairScratch ps
-    if f.n_outputs != 1 or f.n_values != 1:
-        raise ValueError("the R^2 decomposition needs a single-output model")
+    if f.n_values != 1:
+        raise ValueError("the R^2 decomposition needs one value per leaf")
+    if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
+            linear_coef.shape[0] != n_rows or linear_coef.shape[1] != f.n_trees:
+        raise ValueError("game coefficients must have shape (n_rows, n_trees)")
     if n_rows == 0:
         return np.asarray(out)
     with nogil, parallel(num_threads=n_threads):
@@ -297,25 +294,16 @@ def r2_terms(ens, const double[:, ::1] X, const double[::1] y, const double[::1]
         if scratch_failed(&sc) or pair_failed(&ps):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=4):
-            if failed[0] or sample_weight[i] == 0.0:
+            if failed[0]:
                 continue
-            wi = sample_weight[i]
-            prediction = base
-            centred_total = 0.0
-            if symmetric:  # f~(x) = f(x) - mu, the centred ensemble
-                for t in range(f.n_trees):
-                    centred_total = centred_total + leaf_reached(&f, t, &X[i, 0]) - tree_mean[t]
             for t in range(f.n_trees):
-                leaf = leaf_reached(&f, t, &X[i, 0])
-                if symmetric:  # r_sym,k + v^k(empty)
-                    coef = y[i] - mu - (centred_total - (leaf - tree_mean[t])) / 2.0 + tree_mean[t]
-                else:  # the residual before tree k
-                    coef = y[i] - prediction
+                if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
+                    continue
                 for l in range(m):
-                    ps.weights[l] = -2.0 * wi * coef * weights[l]
+                    ps.weights[l] = linear_coef[i, t] * weights[l]
                 tree_gradient_uniform(&f, t, &X[i, 0], &points[0], ps.weights, m, &sc, &out[i, 0])
-                tree_square_gradient(&f, t, &points[0], &weights[0], m, wi, &sc, &ps, &out[i, 0])
-                prediction = prediction + leaf
+                tree_square_gradient(&f, t, &points[0], &weights[0], m, square_coef[i, t],
+                                     &sc, &ps, &out[i, 0])
         scratch_free(&sc)
         pair_free(&ps)
     if failed[0]:
