@@ -184,7 +184,7 @@ def shap_values(model, X, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
     n_jobs : int, default=None
         Threads; None uses all cores.
@@ -222,7 +222,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
     n_jobs : int, default=None
 
@@ -256,7 +256,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
     n_jobs : int, default=None
 
@@ -291,7 +291,7 @@ def saabas_values(model, X, *, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     n_jobs : int, default=None
 
     Returns
@@ -371,7 +371,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
     weights : array-like of shape (n_features,)
         Non-negative weight of a coalition of each size s = 0..n_features-1.

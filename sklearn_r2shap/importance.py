@@ -203,7 +203,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     model : fitted tree regressor
         Squared-error scikit-learn tree / forest / (Hist)GradientBoosting,
         XGBoost, LightGBM or CatBoost regressor.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
     sample_weight : array-like of shape (n_rows,), optional
         Weighted sums and weighted mean of y.

@@ -239,7 +239,7 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
     z : array-like of shape (n_features,) or (n_rows, n_features)
         The point (the same for every row, or one per row), in ``[0, 1]``.
@@ -309,7 +309,7 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     n_iter : int, default=100
         Number of steps T.
     step_size : float, default=5.0

@@ -227,7 +227,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     Parameters
     ----------
     model : fitted regressor
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     shap_values : callable, default=None
         ``shap_values(model, X)`` returning an array of shape (n_rows,
         n_features) or (n_rows, n_features + 1) (last column the expected
@@ -322,7 +322,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     model : fitted regressor
         Anything with ``predict``: tree models and scikit-learn linear
         regressors are explained exactly; other models need ``shap_values``.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
     shap_values : callable, default=None
         ``shap_values(model, X) -> (n_rows, n_features)`` or ``(n_rows,
