@@ -33,6 +33,7 @@ from sklearn_r2shap import (
     treegrad_scores,
 )
 from sklearn_r2shap import _validation
+from sklearn_r2shap.metrics import insertion_deletion
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -375,6 +376,12 @@ def test_sparse_ranking_and_semivalues_by_blocks(small_blocks):
     weights = np.full(5, 0.0625)
     np.testing.assert_allclose(probabilistic_values(model, X, weights),
                                probabilistic_values(model, dense, weights), atol=1e-12)
+    rankings = np.argsort(-z, axis=1, kind="stable")
+    curves = insertion_deletion(model, X, rankings)
+    reference_curves = insertion_deletion(model, dense, rankings)
+    np.testing.assert_allclose(curves.insertion, reference_curves.insertion, atol=1e-12)
+    np.testing.assert_allclose(curves.deletion, reference_curves.deletion, atol=1e-12)
+    np.testing.assert_allclose(curves.insertion[:, -1], model.predict(X), atol=1e-12)
     ranker = TreeGradRanker(model, prefit=True, n_iter=5).fit(X)
     reference_ranker = TreeGradRanker(model, prefit=True, n_iter=5).fit(dense)
     np.testing.assert_allclose(ranker.scores_, reference_ranker.scores_, atol=1e-12)
@@ -466,6 +473,7 @@ def _one_dimensional_calls():
         lambda: probabilistic_values(model, row, np.ones(3) / 3),
         lambda: multilinear_gradient(model, row, np.ones(3)),
         lambda: treegrad_scores(model, row),
+        lambda: insertion_deletion(model, row, np.arange(3)),
         lambda: r2_decomposition(model, row, y[:3]),
         lambda: piecewise_shap_values(model, row, background=X),
         lambda: shapflex_decomposition(model, row, y[:3]),
@@ -474,7 +482,7 @@ def _one_dimensional_calls():
     ]
 
 
-@pytest.mark.parametrize("k", range(12))
+@pytest.mark.parametrize("k", range(13))
 def test_one_dimensional_row_says_reshape(k):
     with pytest.raises(ValueError, match=r"reshape\(1, -1\)"):
         _one_dimensional_calls()[k]()
