@@ -174,6 +174,21 @@ def test_lightgbm_names_with_spaces():
     np.testing.assert_allclose(shap_values(model, renamed), shap_values(model, X))
 
 
+def test_lightgbm_iris_frame():
+    """scikit-learn's iris frame: names such as 'sepal length (cm)'."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    model = lgb.LGBMClassifier(n_estimators=5, num_leaves=4, verbose=-1, n_jobs=1).fit(X, y)
+    assert model.booster_.feature_name()[0] == "sepal_length_(cm)"
+    phi = shap_values(model, X)
+    np.testing.assert_allclose(phi, model.predict(X, pred_contrib=True).reshape(phi.shape),
+                               atol=1e-10)
+    ranker = TreeGradRanker(model, prefit=True, n_iter=3).fit(X)
+    assert list(ranker.get_feature_names_out()) == [
+        name for name, kept in zip(X.columns, ranker.get_support()) if kept]
+
+
 def test_lightgbm_selector_keeps_user_names():
     X, y = _spaced_frame(seed=1)
     model = lgb.LGBMRegressor(n_estimators=10, verbose=-1, n_jobs=1)
