@@ -128,6 +128,16 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             mask &= top
         return mask
 
+    def _estimator_accepts_sparse(self):
+        """Whether the (default) estimator fits on scipy.sparse X, by its tags."""
+        from sklearn.utils import get_tags
+
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        try:
+            return bool(get_tags(_unfrozen(estimator)[0]).input_tags.sparse)
+        except Exception:  # a model outside scikit-learn's tag system
+            return False
+
     def __sklearn_tags__(self):
         from sklearn.utils import get_tags
 

@@ -15,7 +15,7 @@ from scipy.special import betaln
 
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import check_rows, map_row_blocks, resolve_n_jobs
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
@@ -67,7 +67,8 @@ def _check_beta_parameter(name, value):
     return int(value)
 
 
-def _prepare(model, X):
+def _explained(model):
+    """The model's ensemble, refusing linear leaves (see piecewise.py)."""
     ensemble = to_ensemble(model)
     if ensemble.has_linear_leaves:
         from ._model import UnsupportedModelError
@@ -76,7 +77,22 @@ def _prepare(model, X):
             f"{ensemble.model_type} has linear leaves (linear_tree=True); use "
             "PiecewiseLinearExplainer to explain it."
         )
+    return ensemble
+
+
+def _prepare(model, X):
+    ensemble = _explained(model)
     return ensemble, check_rows(ensemble, X)
+
+
+def _by_blocks(function):
+    """``function(ensemble, rows, ...)`` on a model and X; a sparse X goes in
+    blocks of rows (each made dense on its own), the results concatenated."""
+    @functools.wraps(function)
+    def wrapper(model, X, *args, **kwargs):
+        ensemble = _explained(model)
+        return map_row_blocks(lambda rows, _: function(ensemble, rows, *args, **kwargs), X)
+    return wrapper
 
 
 def _with_expected_value(ensemble, contributions):
@@ -109,6 +125,7 @@ _TABLE_GROUP_ENTRIES = 1 << 23
 _FORCE_ROUTE = None
 
 
+@_by_blocks
 def _uniform_semivalues(model, X, points_weights, n_jobs):
     """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow trees and
     many rows, by the per-row quadrature kernel otherwise (same values)."""
@@ -167,7 +184,7 @@ def shap_values(model, X, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
     n_jobs : int, default=None
         Threads; None uses all cores.
@@ -205,7 +222,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
     n_jobs : int, default=None
 
@@ -239,7 +256,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
     n_jobs : int, default=None
 
@@ -274,7 +291,7 @@ def saabas_values(model, X, *, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     n_jobs : int, default=None
 
     Returns
@@ -292,6 +309,11 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    return _saabas_values(model, X, n_jobs)
+
+
+@_by_blocks
+def _saabas_values(model, X, n_jobs):
     ensemble, X = _prepare(model, X)
     means = _predict.node_means(ensemble)
     phi = _saabas.saabas(ensemble, X, means, resolve_n_jobs(n_jobs))
@@ -311,6 +333,11 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    return _predict_raw(model, X, n_jobs)
+
+
+@_by_blocks
+def _predict_raw(model, X, n_jobs):
     ensemble, X = _prepare(model, X)
     return _predict.predict_raw(ensemble, X, resolve_n_jobs(n_jobs))
 
@@ -344,7 +371,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
     weights : array-like of shape (n_features,)
         Non-negative weight of a coalition of each size s = 0..n_features-1.
@@ -377,9 +404,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     >>> bool(np.allclose(phi, shap_values(model, X[:3])))
     True
     """
-    from ._kernels import _treeprob
-
-    ensemble, X = _prepare(model, X)
+    ensemble = _explained(model)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (ensemble.n_features,):
         raise ValueError(
@@ -388,6 +413,14 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
         )
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("weights must be finite and non-negative.")
+    return _treeprob_values(ensemble, X, weights, n_jobs)
+
+
+@_by_blocks
+def _treeprob_values(model, X, weights, n_jobs):
+    from ._kernels import _treeprob
+
+    ensemble, X = _prepare(model, X)
     phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
     _treeprob.treeprob(ensemble, X, weights, phi, resolve_n_jobs(n_jobs))
     return _with_expected_value(ensemble, phi)

@@ -6,6 +6,7 @@ squares. :class:`ShapleyR2Importance` wraps it as a scikit-learn feature
 selector, and falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`)
 for regressors that are not trees.
 """
+import itertools
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._kernels import _predict, _qshap
 from ._model import UnsupportedModelError, to_ensemble
 from ._selector import BaseTreeSelector
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
 from .explain import _gauss_legendre
 
 __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
@@ -229,7 +230,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     model : fitted tree regressor
         Squared-error scikit-learn tree / forest / (Hist)GradientBoosting,
         XGBoost, LightGBM or CatBoost regressor.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
     sample_weight : array-like of shape (n_rows,), optional
         Weighted sums and weighted mean of y.
@@ -260,33 +261,39 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     """
     ensemble = to_ensemble(model)
     _check_regression_ensemble(ensemble)
-    names = ensemble.feature_names
-    if names is None and hasattr(X, "columns"):
-        names = np.asarray(X.columns, dtype=object)
-    X = check_rows(ensemble, X)
-    y, weight, total = _check_target(y, X.shape[0], sample_weight)
+    # the user's column names (LightGBM stores them with spaces replaced)
+    names = column_names(X)
+    if names is None:
+        names = ensemble.feature_names
     n_threads = resolve_n_jobs(n_jobs)
+    n_rows, n_features = n_rows_features(X)
+    y, weight, total = _check_target(y, n_rows, sample_weight)
     tree_mean = np.ascontiguousarray(_predict.node_means(ensemble)[ensemble.tree_start[:-1], 0])
     # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
     nodes, weights = _gauss_legendre(max(1, ensemble.n_path_features))
     points, weights = (nodes + 1.0) / 2.0, weights / 2.0
     symmetric = bool(ensemble.averaging)
 
-    n_rows, n_features = X.shape
+    # rows in blocks (a sparse X is made dense one block at a time)
     chunk_rows = _chunk_rows(ensemble.n_trees)
-    starts = range(0, n_rows, chunk_rows)
+    blocks = iter_row_blocks(ensemble, X, chunk_rows)
+    first = next(blocks)
+    n_features = first[2].shape[1]
+    total_blocks = max(1, -(-n_rows // chunk_rows))
     sums = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
     mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
-    for start in _progress(starts, len(starts), verbose, "R^2 decomposition"):
-        stop = min(start + chunk_rows, n_rows)
-        leaf = _predict.leaf_values(ensemble, X[start:stop], n_threads)
+    prediction = np.empty(n_rows)
+    for start, stop, rows in _progress(itertools.chain([first], blocks), total_blocks, verbose,
+                                       "R^2 decomposition"):
+        leaf = _predict.leaf_values(ensemble, rows, n_threads)
         square_coef, linear_coef = squared_error_game(
             leaf, y[start:stop], weight[start:stop], float(ensemble.base_value[0]), tree_mean,
             symmetric)
-        terms = _qshap.r2_terms(ensemble, X[start:stop], square_coef, linear_coef,
-                                points, weights, n_threads)
+        terms = _qshap.r2_terms(ensemble, rows, square_coef, linear_coef, points, weights,
+                                n_threads)
+        prediction[start:stop] = _predict.predict_raw(ensemble, rows, n_threads)[:, 0]
         chunk = -terms / total
         sums += chunk.sum(axis=0)
         if local is not None:
@@ -305,7 +312,6 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         count = new_count
     std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
 
-    prediction = _predict.predict_raw(ensemble, X, n_threads)[:, 0]
     r2 = 1.0 - float(np.sum(weight * (y - prediction) ** 2)) / total
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
@@ -474,8 +480,9 @@ class ShapleyR2Importance(BaseTreeSelector):
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        n_rows_features(X)
         checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
-                              dtype=None, ensure_min_samples=2)
+                              dtype=None, ensure_min_samples=2, accept_sparse=("csr", "csc"))
         self._record_input(X)
         if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
             X, y = checked, np.asarray(y)
@@ -584,5 +591,6 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._estimator_accepts_sparse()
         tags.target_tags.required = True
         return tags

@@ -36,7 +36,13 @@ from ._kernels import _piecewise, _semivalues
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
 from ._selector import BaseTreeSelector, _unfrozen
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import (
+    check_rows,
+    iter_row_blocks,
+    map_row_blocks,
+    n_rows_features,
+    resolve_n_jobs,
+)
 from .explain import beta_quadrature
 
 __all__ = [
@@ -117,13 +123,17 @@ def _background_weight(weight, n_rows):
 def _build_game(ensemble, background, background_weight, n_threads):
     """Covers and leaf means from the background rows, then the leaf constants."""
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    B = check_rows(ensemble, background)
-    if B.shape[0] == 0:
+    n_background = n_rows_features(background)[0]
+    if n_background == 0:
         raise ValueError("background must contain at least one row.")
-    weight = _background_weight(background_weight, B.shape[0])
-    cover, complete, entry_sum = _piecewise.leaf_statistics(
-        ensemble, B, weight, start, feature,
-        _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+    weight = _background_weight(background_weight, n_background)
+    # sums over rows, so a sparse background is read one dense block at a time
+    cover = complete = entry_sum = 0.0
+    for first, last, B in iter_row_blocks(ensemble, background, n_background):
+        parts = _piecewise.leaf_statistics(
+            ensemble, B, weight[first:last], start, feature,
+            _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+        cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
     entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
     count = complete[entry_leaf]
     mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
@@ -296,7 +306,7 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         ``linear_tree=True``, an ensemble from :func:`piecewise_ensemble`, or
         a constant-leaf model (then the values equal :func:`shap_values`
         computed with covers counted on ``background``).
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain; NaN allowed.
     background : array-like or DataFrame of shape (n_background, n_features)
         Rows that define the covers and the leaf means. Pass the training
@@ -336,7 +346,7 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
-    return _game_values(game, X, n_threads)
+    return map_row_blocks(lambda rows, _: _game_values(game, rows, n_threads), X)
 
 
 def piecewise_predict(model, X, *, n_jobs=None):
@@ -357,9 +367,10 @@ def piecewise_predict(model, X, *, n_jobs=None):
     """
     ensemble = to_ensemble(model)
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    X = check_rows(ensemble, X)
-    return _piecewise.predict_linear(ensemble, X, start, feature, coef, fallback,
-                                     resolve_n_jobs(n_jobs))
+    n_threads = resolve_n_jobs(n_jobs)
+    return map_row_blocks(
+        lambda rows, _: _piecewise.predict_linear(ensemble, check_rows(ensemble, rows), start,
+                                                  feature, coef, fallback, n_threads), X)
 
 
 # ----------------------------------------------------------------------------
@@ -710,7 +721,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
-        return _game_values(self._game, X, resolve_n_jobs(self.n_jobs))
+        n_threads = resolve_n_jobs(self.n_jobs)
+        return map_row_blocks(lambda rows, _: _game_values(self._game, rows, n_threads), X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
-from ._validation import check_rows
+from ._validation import column_names, n_rows_features
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
 
@@ -193,8 +193,8 @@ def _linear_shap(model, X, n_features):
             f"{type(final).__name__} has {coef.shape[0]} outputs; shapFlex decomposes the "
             "R^2 of a single-output regressor."
         )
-    if preprocess is None:
-        Z = check_array(X, dtype=np.float64)
+    if preprocess is None:  # a sparse X: its absent entries are 0 for a linear model
+        Z = check_array(_dense(X), dtype=np.float64)
         owners = np.arange(n_features)
     else:
         Z = check_array(_dense(preprocess.transform(X)), dtype=np.float64,
@@ -227,7 +227,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     Parameters
     ----------
     model : fitted regressor
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     shap_values : callable, default=None
         ``shap_values(model, X)`` returning an array of shape (n_rows,
         n_features) or (n_rows, n_features + 1) (last column the expected
@@ -256,7 +256,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     """
     from sklearn.base import is_classifier
 
-    n_rows, n_features = np.shape(X)
+    n_rows, n_features = n_rows_features(X)
     if is_classifier(model):
         raise UnsupportedModelError(
             f"{type(model).__name__} is a classifier; shapFlex decomposes the R^2 of a regressor."
@@ -290,7 +290,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         else:
             from .explain import shap_values as tree_shap_values
 
-            values = tree_shap_values(ensemble, check_rows(ensemble, X), n_jobs=n_jobs)
+            values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
             source = "tree"
         return values[:, :-1], values[:, -1], source
     if _is_linear_regressor(model):
@@ -322,7 +322,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     model : fitted regressor
         Anything with ``predict``: tree models and scikit-learn linear
         regressors are explained exactly; other models need ``shap_values``.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
     shap_values : callable, default=None
         ``shap_values(model, X) -> (n_rows, n_features)`` or ``(n_rows,
@@ -361,8 +361,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     """
     from .importance import R2Decomposition, _check_target
 
-    names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
-    n_rows, n_features = np.shape(X)
+    names = column_names(X)
+    n_rows, n_features = n_rows_features(X)
     y, weight, _ = _check_target(y, n_rows, sample_weight)
     phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
     prediction = _checked_prediction(model, X, phi, phi_0, y, source)

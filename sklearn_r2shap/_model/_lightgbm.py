@@ -120,6 +120,8 @@ def convert(model):
         }),
         pandas_categorical=dump.get("pandas_categorical"),
         category_cast="truncate",
+        # LightGBM stores feature names with spaces replaced by "_"
+        feature_name_rule="lightgbm",
     )
     return TreeEnsemble.from_trees(
         trees,
