@@ -164,8 +164,13 @@ def _n_features(model, spec):
     """The number of input columns (flat features) the model expects."""
     flat = [f["flat_feature_index"] for group in spec["features_info"].values()
             if isinstance(group, list) for f in group if "flat_feature_index" in f]
+    # A copy of a model (pickle, copy.deepcopy, load_model) reports
+    # n_features_in_ == 0 although it predicts the same: fall back to its
+    # feature names, then to the features the export lists.
     n = getattr(model, "n_features_in_", None)
-    return int(n) if n is not None else max(flat, default=-1) + 1
+    if not n:
+        n = len(getattr(model, "feature_names_", None) or [])
+    return max(int(n), max(flat, default=-1) + 1)
 
 
 def _iter_splits(tree, oblivious):
