@@ -58,7 +58,14 @@ def check_rows(ensemble, X, *, allow_nan=None):
         )
     X = _cast_categories(ensemble, X)
     if ensemble.x_float32:
-        X = X.astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):
+            X = X.astype(np.float32).astype(np.float64)
+        # scikit-learn's float32 trees refuse values float32 cannot hold
+        if ensemble.info.get("float32_overflow") == "error" and np.isinf(X).any():
+            raise ValueError(
+                "X contains a value too large for float32, which "
+                f"{ensemble.model_type}.predict refuses (it compares float32 values)."
+            )
     return np.ascontiguousarray(X)
 
 

@@ -500,7 +500,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         if self.method == "shapflex":
             return "shapflex", None
         try:
-            ensemble = to_ensemble(model)
+            ensemble = self._tree_ensemble(model)
             _check_regression_ensemble(ensemble)
         except UnsupportedModelError:
             if self.method == "qshap":
