@@ -11,7 +11,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import betaln
 
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
@@ -48,17 +47,89 @@ def _gauss_legendre(n_nodes):
 def beta_quadrature(alpha, beta, degree):
     """Nodes and weights integrating ``g(t) Beta(t; beta, alpha)`` exactly on [0, 1].
 
-    Exact for polynomials ``g`` of degree ``<= degree``: Gauss-Legendre with
-    ``ceil((degree + alpha + beta - 1) / 2)`` nodes, the Beta density
-    ``t^(beta-1) (1-t)^(alpha-1) / B(alpha, beta)`` folded into the weights
-    (TreeGrad-Shap, Algorithm 7; DESIGN.md section 2).
+    Gauss quadrature for the Beta density ``t^(beta-1) (1-t)^(alpha-1) / B(alpha, beta)``
+    as weight function (Gauss-Jacobi on [0, 1]): ``ceil((degree + 1) / 2)``
+    nodes integrate every polynomial ``g`` of degree ``<= degree`` exactly,
+    whatever ``alpha`` and ``beta`` (TreeGrad-Shap, Algorithm 7, integrates the
+    gradient of the multilinear extension against this density). The weights
+    are positive and sum to 1. ``alpha = beta = 1`` is Gauss-Legendre.
+
+    Parameters
+    ----------
+    alpha, beta : int >= 1
+    degree : int >= 0
+
+    Returns
+    -------
+    nodes, weights : ndarray of shape (ceil((degree + 1) / 2),)
+
+    Examples
+    --------
+    >>> from sklearn_r2shap.explain import beta_quadrature
+    >>> t, w = beta_quadrature(10**6, 1, 5)
+    >>> len(t), bool(np.isclose(w @ t, 1 / (10**6 + 1), rtol=1e-13))
+    (3, True)
     """
-    total_degree = degree + (alpha - 1) + (beta - 1)
-    n_nodes = max(1, math.ceil((total_degree + 1) / 2))
-    nodes, weights = _gauss_legendre(n_nodes)
-    t = (nodes + 1.0) / 2.0
-    log_density = (beta - 1) * np.log(t) + (alpha - 1) * np.log1p(-t) - betaln(alpha, beta)
-    return t, weights / 2.0 * np.exp(log_density)
+    n_nodes = max(1, math.ceil((degree + 1) / 2))
+    if alpha == 1 and beta == 1:
+        nodes, weights = _gauss_legendre(n_nodes)
+        return (nodes + 1.0) / 2.0, weights / 2.0
+    if beta > alpha:
+        # Beta(beta, alpha) is the mirror image of Beta(alpha, beta): build the
+        # rule where its nodes crowd near 0 (full relative precision) and reflect.
+        nodes, weights = _gauss_beta(int(beta), int(alpha), n_nodes)
+        return (1.0 - nodes)[::-1].copy(), weights[::-1].copy()
+    return _gauss_beta(int(alpha), int(beta), n_nodes)
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_beta(alpha, beta, n_nodes):
+    """Gauss rule of the Beta(beta, alpha) density on [0, 1] (Golub-Welsch).
+
+    The three-term recurrence of the polynomials orthonormal for the density
+    is that of the Jacobi polynomials P^(A, B), A = alpha - 1, B = beta - 1,
+    moved from [-1, 1] to [0, 1]. Its diagonal is written as a sum of
+    positive terms, so that it keeps full relative precision when alpha or
+    beta is huge and the nodes crowd near 0 or 1. The nodes (eigenvalues of
+    the tridiagonal Jacobi matrix) are polished by Newton steps on the
+    recurrence; the weights are the Christoffel numbers
+    ``1 / sum_k p_k(t)^2``, positive by construction.
+    """
+    from scipy.linalg import eigvalsh_tridiagonal
+
+    A, B = float(alpha - 1), float(beta - 1)
+    s = A + B
+    n = np.arange(n_nodes, dtype=np.float64)
+    diagonal = np.empty(n_nodes)
+    diagonal[0] = (B + 1.0) / (s + 2.0)  # the mean beta / (alpha + beta)
+    m = n[1:]
+    diagonal[1:] = (2 * m * m + 2 * m * s + 2 * m + s * (B + 1.0)) / (
+        (2 * m + s) * (2 * m + s + 2.0))
+    m = np.arange(1, n_nodes, dtype=np.float64)
+    off = np.sqrt(m * (m + A) * (m + B) * (m + s)
+                  / ((2 * m + s) ** 2 * (2 * m + s + 1.0) * (2 * m + s - 1.0)))
+    nodes = eigvalsh_tridiagonal(diagonal, off) if n_nodes > 1 else diagonal.copy()
+
+    def recurrence(t):
+        """p_0..p_{N-1} at t, and p_N and its derivative (orthonormal, p_0 = 1)."""
+        p = np.zeros((n_nodes + 1, len(t)))
+        dp = np.zeros_like(p)
+        p[0] = 1.0
+        previous, d_previous = np.zeros_like(t), np.zeros_like(t)
+        for k in range(n_nodes):
+            scale = off[k] if k < n_nodes - 1 else 1.0  # p_N up to a constant factor
+            back = off[k - 1] if k > 0 else 0.0
+            p[k + 1] = ((t - diagonal[k]) * p[k] - back * previous) / scale
+            dp[k + 1] = (p[k] + (t - diagonal[k]) * dp[k] - back * d_previous) / scale
+            previous, d_previous = p[k], dp[k]
+        return p, dp
+
+    for _ in range(3):  # Newton on p_N: eigenvalues are already close to roots
+        p, dp = recurrence(nodes)
+        nodes = nodes - p[n_nodes] / dp[n_nodes]
+    p, _ = recurrence(nodes)
+    weights = 1.0 / np.sum(p[:n_nodes] ** 2, axis=0)
+    return nodes, weights
 
 
 def _check_beta_parameter(name, value):
@@ -199,8 +270,9 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
     (DESIGN.md section 2): (1, 1) is Shapley, (16, 1) weights small
-    coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss-Legendre
-    quadrature of the multilinear extension's gradient, stable at any depth.
+    coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss quadrature
+    of the multilinear extension's gradient against the Beta density, stable
+    at any depth; the cost does not depend on ``alpha`` and ``beta``.
 
     Parameters
     ----------
