@@ -31,6 +31,11 @@ def check_rows(ensemble, X, *, allow_nan=None):
                     "The feature names of X do not match those the model was fitted with: "
                     f"got {list(names)[:10]}, expected {list(expected)[:10]}."
                 )
+    # a model whose categories need its library to encode them (CatBoost strings)
+    encode = ensemble.info.get("encode_rows")
+    if encode is not None:
+        X = encode(X)
+    elif _is_dataframe(X):
         X = _frame_to_array(ensemble, X)
     try:
         X = np.asarray(X, dtype=np.float64)
