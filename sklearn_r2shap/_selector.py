@@ -112,7 +112,8 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return
         from ._model import is_tree_model, to_ensemble
 
-        if not is_tree_model(model):
+        # only scikit-learn's HistGradientBoosting needs it: spare other conversions
+        if not (type(model).__module__.startswith("sklearn") and is_tree_model(model)):
             return
         ensemble = to_ensemble(model)
         if ensemble.info.get("covers") == "unweighted_count":
