@@ -411,7 +411,11 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     exact rational arithmetic. This is accurate to ~1e-14 at any depth as long
     as the rule's coefficients do not alternate wildly (their absolute sum at
     most 1e4 times their sum; true of Shapley, Beta Shapley, Banzhaf and
-    smooth weight vectors). When they do and a tree needs ``M > 30`` roots, an
+    smooth weight vectors with up to ~64 distinct features on a path: beyond
+    that the rounding of the float weights themselves, magnified about
+    ``2^P``-fold, can make even Shapley's rule alternate, while exact powers
+    of two such as the Banzhaf weights stay fine). When they do and a tree
+    needs ``M > 30`` roots, an
     :class:`UnsupportedModelError` is raised rather than returning inaccurate
     values; between 25 and 30 roots TreeProb is used (errors up to ~1e-8).
 
