@@ -517,9 +517,9 @@ def _semivalue_rule(weights, n_points):
     polynomial p of degree < ``n_points``, where L is the linear functional of
     a semivalue: ``L(t^s (1-t)^(n-1-s)) = weights[s]``, so that
     ``L(d_i F_x(t 1)) = phi_i`` (the identity behind TreeGrad-Shap: d_i F_x(t 1)
-    is ``sum_S t^|S| (1-t)^(n-1-|S|) (v_x(S + i) - v_x(S))``). A tree with at most ``n_points`` distinct features on a path
-    has a gradient of degree < ``n_points``, so the quadrature kernel gives
-    its values exactly.
+    is ``sum_S t^|S| (1-t)^(n-1-|S|) (v_x(S + i) - v_x(S))``). A tree with at
+    most ``n_points`` distinct features on a path has a gradient of degree
+    < ``n_points``, so the quadrature kernel gives its values exactly.
 
     The points are Gauss-Legendre nodes and ``c_l = L(lagrange_l)``, with the
     Lagrange polynomials expanded in Legendre polynomials (Christoffel-Darboux,
