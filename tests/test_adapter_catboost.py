@@ -348,3 +348,19 @@ def test_text_features_and_unfitted_raise():
         to_ensemble(model)
     with pytest.raises(UnsupportedModelError, match="CatBoostRegressor is not fitted"):
         to_ensemble(catboost.CatBoostRegressor())
+
+
+def test_string_category_without_splits_is_a_null_player():
+    frame, y = _categorical_frame()
+    frame["s"] = "same"  # constant: CatBoost never splits on it
+    model = catboost.CatBoostRegressor(iterations=4, depth=3, cat_features=["s"],
+                                       **SILENT).fit(frame[["a", "s", "b"]], y)
+    rows = frame[["a", "s", "b"]].iloc[:20].copy()
+    rows.loc[rows.index[:3], "s"] = ["other", "x", "same"]
+    phi = shap_values(model, rows)
+    np.testing.assert_array_equal(phi[:, 1], 0.0)
+    np.testing.assert_allclose(phi.sum(axis=1), _raw(model, rows, cat_features=["s"])[:, 0],
+                               rtol=0, atol=1e-6)
+    theirs = model.get_feature_importance(data=catboost.Pool(rows, cat_features=["s"]),
+                                          type="ShapValues")
+    np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-5)

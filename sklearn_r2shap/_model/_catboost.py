@@ -221,7 +221,9 @@ def _category_codes(model, name, one_hot, n_features, info_cat):
     encoded by a :class:`_HashEncoder`.
     """
     if not one_hot:
-        return {}, None
+        # no split tests a category: rows may still hold strings there
+        columns = sorted(f["flat_feature_index"] for f in info_cat.values())
+        return {}, (_HashEncoder(model, n_features, columns, {}) if columns else None)
     wanted = {value & 0xFFFFFFFF for _, value in one_hot}
     cat_columns = [f["flat_feature_index"] for f in info_cat.values()]
     for n_codes in _CODE_RANGES:
@@ -281,13 +283,17 @@ class _HashEncoder:
                     raise ValueError(f"X has a non-numeric column {j} ({exc}).") from None
                 continue
             categories[j] = [self._category_string(v, j) for v in column.astype(object)]
-        strings = sorted({s for values in categories.values() for s in values if s is not None})
+        strings = sorted({s for j, values in categories.items() if j in self.hashes
+                          for s in values if s is not None})
         hashes = _category_hashes(self.model, self.n_features, self.cat_columns, strings)
         for j, values in categories.items():
             known = self.hashes.get(j, np.zeros(0, dtype=np.int64))
             for i, s in enumerate(values):
                 if s is None:
                     out[i, j] = np.nan
+                    continue
+                if not len(known):  # no split tests this feature
+                    out[i, j] = -1.0
                     continue
                 h = hashes[s]
                 k = np.searchsorted(known, h)
