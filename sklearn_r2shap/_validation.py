@@ -108,10 +108,15 @@ def check_rows(ensemble, X, *, allow_nan=None):
         X, kind = from_dataframe(X), "pandas"
     if kind is not None:
         _check_names(ensemble, _column_names(X, kind))
-        X = (_frame_to_array(ensemble, X) if kind == "pandas"
-             else _other_frame_to_array(X, kind))
     if _is_sparse(X):
         X = _sparse_to_dense(ensemble, X)
+    # a model whose categories need its library to encode them (CatBoost strings)
+    encode = ensemble.info.get("encode_rows")
+    if encode is not None:
+        X = encode(X)
+    elif kind is not None:
+        X = (_frame_to_array(ensemble, X) if kind == "pandas"
+             else _other_frame_to_array(X, kind))
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -128,11 +133,18 @@ def check_rows(ensemble, X, *, allow_nan=None):
             f"X has {X.shape[1]} features, but the model ({ensemble.model_type}) "
             f"expects {ensemble.n_features}."
         )
-    if ensemble.x_float32:
-        X = X.astype(np.float32).astype(np.float64)
-    X = _apply_missing(ensemble, X)
     if np.isinf(X).any():
         raise ValueError("X contains infinity; tree splits are not defined for it.")
+    if ensemble.x_float32:
+        with np.errstate(over="ignore"):
+            X = X.astype(np.float32).astype(np.float64)
+        # scikit-learn's float32 trees refuse values float32 cannot hold
+        if ensemble.info.get("float32_overflow") == "error" and np.isinf(X).any():
+            raise ValueError(
+                "X contains a value too large for float32, which "
+                f"{ensemble.model_type}.predict refuses (it compares float32 values)."
+            )
+    X = _apply_missing(ensemble, X)
     if allow_nan is None:
         allow_nan = ensemble.info.get("allow_nan", True)
     if not allow_nan and np.isnan(X).any():

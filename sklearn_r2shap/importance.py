@@ -459,7 +459,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` (to its final step, as
             ``<step>__sample_weight``, for a Pipeline) and used in the
-            decomposition.
+            decomposition. A HistGradientBoosting model fitted here (not
+            prefit) is explained with node covers weighted by it, as its own
+            node counts ignore the weights.
         **fit_params : dict
             Passed to the model's ``fit``.
 
@@ -539,7 +541,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         if self.method == "shapflex":
             return "shapflex", None
         try:
-            ensemble = to_ensemble(model)
+            ensemble = self._tree_ensemble(model)
             _check_regression_ensemble(ensemble)
         except UnsupportedModelError:
             if self.method == "qshap":
