@@ -373,7 +373,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
         importances=importances, std_errors=np.full(n_features, np.nan), r2=r2,
         r2_unattributed=r2 - float(importances.sum()), feature_names=names,
         mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
-        residual_variance_ratios=ratios,
+        residual_variance_ratios=ratios, model_name=type(model).__name__,
     )
 
 

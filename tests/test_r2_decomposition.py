@@ -211,7 +211,8 @@ def _catboost_symmetric():
     cb = pytest.importorskip("catboost")
     X, y = make_data(12)
     model = cb.CatBoostRegressor(iterations=8, depth=3, learning_rate=0.3, random_seed=0,
-                                 thread_count=1, verbose=0).fit(X, y)
+                                 thread_count=1, verbose=0,
+                                 allow_writing_files=False).fit(X, y)
     return model, X, y, None
 
 
@@ -220,7 +221,7 @@ def _catboost_depthwise():
     X, y = make_data(13)
     model = cb.CatBoostRegressor(iterations=8, depth=3, learning_rate=0.3,
                                  grow_policy="Depthwise", random_seed=0, thread_count=1,
-                                 verbose=0).fit(X, y)
+                                 verbose=0, allow_writing_files=False).fit(X, y)
     return model, X, y, None
 
 
@@ -525,7 +526,7 @@ def _non_squared_losses():
                                   min_child_samples=5, verbose=-1, n_jobs=1).fit(X, y)
     cb = pytest.importorskip("catboost")
     yield "MAE", cb.CatBoostRegressor(loss_function="MAE", iterations=3, depth=2, verbose=0,
-                                      thread_count=1).fit(X, y)
+                                      thread_count=1, allow_writing_files=False).fit(X, y)
 
 
 def test_non_squared_losses_raise():
