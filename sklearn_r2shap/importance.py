@@ -118,7 +118,7 @@ class R2Decomposition:
         from .plotting import plot_bars
 
         shapflex = self.method == "shapflex"
-        model = f"{self.model_name}: " if self.model_name else ""
+        model = f"{self.model_name}\n" if self.model_name else ""
         if shapflex:
             title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
                      f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
@@ -126,7 +126,7 @@ class R2Decomposition:
         else:
             title = (f"{model}R$^2$ = {self.r2:.3f} on {self.n_rows} rows "
                      f"(unattributed {self.r2_unattributed:+.3f})\n"
-                     "bars: \u00b11 standard error")
+                     "bars: \u00b11 standard error over rows")
         return plot_bars(
             self.importances, None if shapflex else self.std_errors, self.feature_names,
             ax=ax, max_features=max_features,

@@ -1,4 +1,4 @@
-"""R^2 shares of any regressor from its SHAP values (shapFlex; DESIGN.md section 3).
+"""R^2 shares of any regressor from its SHAP values (shapFlex; doc/shapflex.rst).
 
 The shapFlex method (Redell, "Shapley decomposition of R-squared in machine
 learning models") removes one feature's SHAP values from the predictions and
@@ -39,7 +39,7 @@ def _weighted_variance(values, weight):
 
 
 def shapflex_shares(phi, prediction, y, weight):
-    """The shapFlex formula (DESIGN.md section 3, the paper's equations 4-7).
+    """The shapFlex formula (doc/shapflex.rst; the paper's equations 4-7).
 
     Returns
     -------

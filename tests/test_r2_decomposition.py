@@ -1,4 +1,4 @@
-"""R^2 decomposition (Q-SHAP, DESIGN.md section 3) against a brute-force reference.
+"""R^2 decomposition (Q-SHAP, doc/r2_decomposition.rst) against a brute-force reference.
 
 The reference enumerates every feature subset (p <= 5) and uses the plain-
 Python path-dependent value function of tests/reference.py, never a kernel:
@@ -459,7 +459,7 @@ def test_xgboost_base_score_far_from_mean():
     With base_score = 50 and y ~ N(0, 1) the first trees carry the intercept
     correction. Our R2_j plus the unattributed part add up to the model's
     R^2, and the unattributed part is exactly the constant terms of
-    DESIGN.md: the intercept term plus every tree's empty-coalition game,
+    doc/r2_decomposition.rst: the intercept term plus every tree's empty-coalition game,
         R2_0 = -(1/Q0) [ SS(y - F_0) - Q0
                          + sum_k sum_i w_i ((r^(k-1) - m_k(empty))^2 - (r^(k-1))^2) ].
     The paper's naive start F_0 = mean(y) gives feature values that are far
