@@ -1,7 +1,7 @@
 """Per-row attributions of tree models: SHAP, Saabas, Banzhaf, Beta Shapley.
 
 Every function returns the attributions of the path-dependent game
-(DESIGN.md sections 1-2) as a float64 array of shape
+(documentation page "Local attributions") as a float64 array of shape
 ``(n_rows, n_features + 1)``, the last column the expected value
 ``v_x(empty)`` with the model's base value included, or
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
@@ -286,7 +286,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
-    (DESIGN.md section 2): (1, 1) is Shapley, (16, 1) weights small
+    (documentation page "Local attributions"): (1, 1) is Shapley, (16, 1) weights small
     coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss quadrature
     of the multilinear extension's gradient against the Beta density, stable
     at any depth; the cost does not depend on ``alpha`` and ``beta``.
@@ -418,7 +418,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
 
     ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
-    with n = ``n_features`` players (DESIGN.md section 2); ``weights[s]``
+    with n = ``n_features`` players (page "Local attributions"); ``weights[s]``
     weighs every coalition of size s. Shapley: ``s! (n-1-s)! / n!``; weighted
     Banzhaf: ``q^s (1-q)^(n-1-s)``. The weights make a probabilistic value
     when ``sum_s C(n-1, s) weights[s] = 1``; other scalings scale the result.

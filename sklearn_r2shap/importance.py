@@ -1,4 +1,7 @@
-"""Shapley decomposition of a tree model's R^2 (Q-SHAP; DESIGN.md section 3).
+"""Shapley decomposition of a tree model's R^2 (Q-SHAP).
+
+The definitions and derivations are on the documentation page "Shapley
+decomposition of R^2" (``doc/r2_decomposition.rst``).
 
 :func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
 on data (X, y): the Shapley value, over features, of the explained sum of
@@ -57,12 +60,18 @@ class R2Decomposition:
         Exact Shapley values of R^2, or the shapFlex shares.
     sigma_unique : float or None
         shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
-        the explained variance that the features explain uniquely relative
-        to the whole (1 for an OLS fit on uncorrelated features; it may
-        exceed 1 when collinear terms cancel); NaN when the model predicts y
-        no better than its mean.
+        the residual variance each feature adds when its SHAP term is
+        removed, summed over features, relative to the explained variance.
+        A ratio, not a share: 1 for an OLS fit on uncorrelated features,
+        below 1 when correlated features can stand in for each other, above
+        1 when correlated terms of opposite sign cancel (removing either
+        one undoes the cancellation; 1.08 for a ridge regression of the
+        diabetes data, whose s1 and s2 do this). NaN when the model predicts
+        y no better than its mean.
     residual_variance_ratios : ndarray of shape (n_features,) or None
         shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
+    model_name : str or None
+        The class name of the decomposed model (plot titles).
     """
 
     importances: np.ndarray
@@ -76,6 +85,7 @@ class R2Decomposition:
     method: str = "qshap"
     sigma_unique: Optional[float] = None
     residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
+    model_name: Optional[str] = None
 
     def to_frame(self, sort=True):
         """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
@@ -96,17 +106,33 @@ class R2Decomposition:
         return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
 
     def plot(self, ax=None, max_features=20):
-        """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
+        """Horizontal bar chart of R2_j, largest on top (matplotlib).
+
+        The title names the model and its R^2; Q-SHAP bars carry +/-1
+        standard error (over rows) as error bars. shapFlex shares have no
+        standard error and are drawn without error bars.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
         from .plotting import plot_bars
 
         shapflex = self.method == "shapflex"
+        model = f"{self.model_name}\n" if self.model_name else ""
+        if shapflex:
+            title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
+                     f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
+                     "no error bars: shapFlex has no standard error")
+        else:
+            title = (f"{model}R$^2$ = {self.r2:.3f} on {self.n_rows} rows "
+                     f"(unattributed {self.r2_unattributed:+.3f})\n"
+                     "bars: \u00b11 standard error over rows")
         return plot_bars(
             self.importances, None if shapflex else self.std_errors, self.feature_names,
             ax=ax, max_features=max_features,
-            xlabel="feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$",
-            title=(f"Gelman R$^2$ = {self.r2:.3f} ($\\sigma_{{unique}}$ = "
-                   f"{self.sigma_unique:.2f})" if shapflex else
-                   f"R$^2$ = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})"),
+            xlabel="feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$ (R2_j)",
+            title=title,
         )
 
     def __str__(self):
@@ -125,8 +151,27 @@ class R2Decomposition:
             lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
                          f"{self.mode} SHAP values)")
             lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
+            lines += [
+                "",
+                "R2_j: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
+                "  not a Shapley decomposition of R2. share = R2_j / Gelman R2.",
+                "std.err: none (shapFlex shares are not sums over rows).",
+                "sigma_unique: residual variance added by removing each feature's SHAP term,",
+                "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
+                "  features, above 1 when correlated terms cancel).",
+            ]
         else:
             lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
+            lines += [
+                "",
+                f"R2_j: the feature's exact Shapley share of the model's R2 on these "
+                f"{self.n_rows} rows;",
+                "  share = R2_j / model R2. A negative R2_j means the feature makes the fit",
+                "  worse on these rows.",
+                f"std.err: standard error of R2_j over the {self.n_rows} rows (rows treated as "
+                "independent).",
+                "unattributed: model R2 - sum; ~0 on the training rows, larger on held-out rows.",
+            ]
         return "\n".join(lines)
 
 
@@ -222,8 +267,9 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     boosted ensembles are decomposed tree by tree against the residuals of
     the trees before (starting from the model's own initial prediction, with
     exactly the trees the model predicts with); averaging ensembles (random
-    forests) use the order-free symmetric decomposition. See DESIGN.md
-    section 3 and the documentation page "R^2 decomposition".
+    forests) use the order-free symmetric decomposition. The definitions
+    and derivations are on the documentation page "Shapley decomposition
+    of R^2".
 
     Parameters
     ----------
@@ -319,6 +365,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         importances=sums, std_errors=std_errors, r2=r2,
         r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
         mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
+        model_name=ensemble.model_type or None,
     )
 
 
@@ -393,10 +440,13 @@ class ShapleyR2Importance(BaseTreeSelector):
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
-        shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), how
-        much of the explained variance the features explain uniquely (mean
-        over folds with ``cv``; NaN where the model predicts no better than
-        the mean of y). None for Q-SHAP.
+        shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), the
+        residual variance added by removing each feature's SHAP term,
+        summed over features, relative to the explained variance (mean over
+        folds with ``cv``; NaN where the model predicts no better than the
+        mean of y). A ratio, not a share: it exceeds 1 when correlated
+        terms of opposite sign cancel (see :class:`R2Decomposition`). None
+        for Q-SHAP.
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)

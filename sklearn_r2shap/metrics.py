@@ -1,6 +1,6 @@
-"""Insertion and deletion metrics of feature rankings (DESIGN.md section 5).
+"""Insertion and deletion metrics of feature rankings (documentation page "Feature ranking").
 
-For a row ``x`` with path-dependent game ``v_x`` (DESIGN.md section 1) and a
+For a row ``x`` with path-dependent game ``v_x`` (page "Local attributions") and a
 ranking ``pi`` of its features (best first), the **insertion curve** is
 ``v_x({pi_1, ..., pi_k})`` and the **deletion curve**
 ``v_x(N \\ {pi_1, ..., pi_k})`` for ``k = 0, ..., p``: features are added to

@@ -1,4 +1,5 @@
-"""Exact SHAP values of piecewise-linear tree ensembles (DESIGN.md section 4).
+"""Exact SHAP values of piecewise-linear tree ensembles (documentation page
+"Piecewise-linear trees").
 
 A leaf of a piecewise-linear tree predicts ``b_l + sum_k a_lk x_k`` instead
 of a constant (LightGBM ``linear_tree=True``; the three tree types of
@@ -288,7 +289,7 @@ def _game_values(game, X, n_threads):
 def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None):
     """Exact SHAP values of a piecewise-linear tree ensemble (or a constant-leaf one).
 
-    The game (DESIGN.md section 4) is TreeSHAP's path-dependent value
+    The game (documentation page "Piecewise-linear trees") is TreeSHAP's path-dependent value
     function in which, inside leaf ``l``, a linear feature ``k`` not in the
     coalition takes its leaf mean ``mu_lk``; covers and leaf means are
     computed from ``background``, the rows routed through the trees. With
@@ -549,7 +550,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
     Fits a LightGBM model with linear leaves (``linear_tree=True``) or takes
     a fitted one, computes from the data given to ``fit`` the covers and the
-    leaf means of every linear feature (DESIGN.md section 4: pass the
+    leaf means of every linear feature (page "Piecewise-linear trees": pass the
     training data for values consistent with LightGBM's leaf values), the
     exact SHAP values of those rows, and scores each feature by its mean
     ``|SHAP|``. As a selector it keeps the features whose score reaches

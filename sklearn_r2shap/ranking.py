@@ -1,8 +1,8 @@
 """TreeGrad-Ranker: feature rankings that optimise the joint insertion/deletion
-objective of one row (treegrad-ranker paper, Algorithms 2 and 10; DESIGN.md
-section 5).
+objective of one row (treegrad-ranker paper, Algorithms 2 and 10;
+documentation page "Feature ranking").
 
-For a row ``x`` the path-dependent game ``v_x`` (DESIGN.md section 1) has the
+For a row ``x`` the path-dependent game ``v_x`` (page "Local attributions") has the
 multilinear extension ``F(z) = E_{S ~ Bernoulli(z)} v_x(S)`` on ``[0, 1]^p``.
 :func:`multilinear_gradient` evaluates ``F`` and its gradient exactly at any
 point with TreeGrad (Algorithm 9), including points with coordinates 0 and 1.
@@ -226,7 +226,7 @@ def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_
 def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     """Gradient and value of the multilinear extension of each row's game.
 
-    For row ``x`` with path-dependent game ``v_x`` (DESIGN.md section 1),
+    For row ``x`` with path-dependent game ``v_x`` (page "Local attributions"),
     ``F_x(z) = sum_S prod_{j in S} z_j prod_{j not in S} (1 - z_j) v_x(S)``,
     the expected value of ``v_x(S)`` when every feature joins ``S``
     independently with probability ``z_j``. Computed exactly by TreeGrad

@@ -1,4 +1,4 @@
-"""R^2 shares of any regressor from its SHAP values (shapFlex; DESIGN.md section 3).
+"""R^2 shares of any regressor from its SHAP values (shapFlex; doc/shapflex.rst).
 
 The shapFlex method (Redell, "Shapley decomposition of R-squared in machine
 learning models") removes one feature's SHAP values from the predictions and
@@ -39,7 +39,7 @@ def _weighted_variance(values, weight):
 
 
 def shapflex_shares(phi, prediction, y, weight):
-    """The shapFlex formula (DESIGN.md section 3, the paper's equations 4-7).
+    """The shapFlex formula (doc/shapflex.rst; the paper's equations 4-7).
 
     Returns
     -------
@@ -373,7 +373,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
         importances=importances, std_errors=np.full(n_features, np.nan), r2=r2,
         r2_unattributed=r2 - float(importances.sum()), feature_names=names,
         mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
-        residual_variance_ratios=ratios,
+        residual_variance_ratios=ratios, model_name=type(model).__name__,
     )
 
 

@@ -1,4 +1,6 @@
-"""The examples run (their quick modes), so that they stay true to the API."""
+"""The examples run (their quick modes), so that they stay true to the API, and
+have the layout the documentation's gallery (sphinx-gallery) builds from."""
+import ast
 import os
 import subprocess
 import sys
@@ -10,6 +12,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(script, *args):
+    pytest.importorskip("matplotlib")  # every example draws a figure
     env = dict(os.environ, MPLBACKEND="Agg")
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
                           text=True, env=env, timeout=600)
@@ -43,3 +46,18 @@ def test_ranking_insertion_deletion_quick(tmp_path):
 def test_shapflex_vs_qshap_quick():
     out = run("shapflex_vs_qshap.py", "--quick")
     assert "Gelman" in out and "LMG" in out
+
+
+def test_every_example_is_a_gallery_page_and_is_run_here():
+    """A title underlined with '=', text cells ('# %%'), a figure, and a test above."""
+    tests = Path(__file__).read_text(encoding="utf-8")
+    scripts = sorted(EXAMPLES.glob("*.py"))
+    assert scripts
+    for script in scripts:
+        source = script.read_text(encoding="utf-8")
+        lines = ast.get_docstring(ast.parse(source), clean=False).strip("\n").splitlines()
+        title, underline = lines[0], lines[1]
+        assert set(underline) == {"="} and len(underline) >= len(title), script.name
+        assert "\n# %%\n" in source, script.name
+        assert "plt.show()" in source, script.name
+        assert f'run("{script.name}"' in tests, f"{script.name} is not run by a test"

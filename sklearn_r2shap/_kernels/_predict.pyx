@@ -50,7 +50,7 @@ def node_means(ens):
     """v(empty) of every subtree: the cover-weighted mean of its leaves.
 
     ``mean[k] = sum_children ratio[c] * mean[c]``, the recursion of the
-    path-dependent value function with no feature known (DESIGN.md s.1).
+    path-dependent value function with no feature known (doc/local_attributions.rst).
     Shape (n_nodes, n_values).
     """
     cdef Forest f = forest_from(ens)

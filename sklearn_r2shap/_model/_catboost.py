@@ -11,7 +11,7 @@ its leaf index is ``sum_i bit_i << i`` (bit i: split i's true side); it is
 expanded here into an ordinary binary tree of ``2^(d+1) - 1`` nodes with the
 last split at the root, the order in which CatBoost's own ShapValues walk it
 (the path-dependent game depends on the order). Covers are CatBoost's leaf
-weights (what its own ShapValues use, DESIGN.md section 1); an internal
+weights (what its own ShapValues use, doc/local_attributions.rst); an internal
 node's cover is the sum of its leaves' weights.
 
 A one-hot split compares a 32-bit hash of the category's string form with one

@@ -5,7 +5,7 @@ Adapters (one module per library) translate a fitted model into a list of
 flat node arrays, renumbers each tree in depth-first preorder (a parent comes
 before its children, and every subtree is a contiguous range starting at its
 root, with the left subtree first: the kernels rely on both) and derives the
-row-independent quantities of the path-dependent game (DESIGN.md section 1):
+row-independent quantities of the path-dependent game (doc/local_attributions.rst):
 
 * ``cover_ratio[k] = c_k / c_parent(k)``, the fraction of the parent's cover
   that reaches ``k`` (1 for a root);

@@ -4,10 +4,10 @@
 ``sklearn.tree.Tree`` objects: a row goes left when
 ``float32(x) <= threshold`` (float64 threshold, hence ``x_float32=True``), NaN
 follows ``missing_go_to_left``, and the cover is ``weighted_n_node_samples``
-(what shap's TreeExplainer and sklearn's partial dependence use; DESIGN.md
-section 1). Raw outputs: ``predict`` for regressors, ``predict_proba`` for tree
-and forest classifiers (one value per class in every leaf), the margin
-``decision_function`` for gradient boosting.
+(what shap's TreeExplainer and sklearn's partial dependence use;
+doc/local_attributions.rst). Raw outputs: ``predict`` for regressors,
+``predict_proba`` for tree and forest classifiers (one value per class in
+every leaf), the margin ``decision_function`` for gradient boosting.
 
 ``HistGradientBoosting*`` predictors compare float64 values with
 ``num_threshold`` and use the node ``count`` as cover; that count ignores

@@ -5,7 +5,7 @@ which holds every number XGBoost predicts with: per tree ``left_children``,
 ``right_children``, ``split_indices``, ``split_conditions`` (the float32
 threshold of an internal node, the leaf value -- learning rate included -- of
 a leaf), ``default_left``, ``split_type`` with the category sets, and
-``sum_hessian``, the cover XGBoost's own TreeSHAP uses (DESIGN.md section 1).
+``sum_hessian``, the cover XGBoost's own TreeSHAP uses (doc/local_attributions.rst).
 """
 import json
 
