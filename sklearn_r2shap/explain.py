@@ -13,6 +13,7 @@ import math
 import numpy as np
 from scipy.special import betaln
 
+from . import _dask
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, resolve_n_jobs
@@ -226,6 +227,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
+    if _dask.is_dask_collection(X):
+        return _dask.explain(beta_shapley_values, model, X, n_jobs=n_jobs, alpha=alpha, beta=beta)
     return _uniform_semivalues(
         model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1), n_jobs
     )
@@ -262,6 +265,8 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    if _dask.is_dask_collection(X):
+        return _dask.explain(banzhaf_values, model, X, n_jobs=n_jobs, q=q)
     return _uniform_semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs)
 
 
@@ -292,6 +297,8 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.explain(saabas_values, model, X, n_jobs=n_jobs)
     ensemble, X = _prepare(model, X)
     means = _predict.node_means(ensemble)
     phi = _saabas.saabas(ensemble, X, means, resolve_n_jobs(n_jobs))
@@ -311,6 +318,8 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.predict(predict_raw, model, X, n_jobs=n_jobs)
     ensemble, X = _prepare(model, X)
     return _predict.predict_raw(ensemble, X, resolve_n_jobs(n_jobs))
 

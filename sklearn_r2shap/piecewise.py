@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _dask
 from ._kernels import _piecewise, _semivalues
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
@@ -336,6 +337,8 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
+    if _dask.is_dask_collection(X):
+        return _dask.piecewise_values(game, X, n_jobs=n_jobs)
     return _game_values(game, X, n_threads)
 
 
@@ -710,6 +713,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
+        if _dask.is_dask_collection(X):
+            return _dask.piecewise_values(self._game, X, n_jobs=self.n_jobs)
         return _game_values(self._game, X, resolve_n_jobs(self.n_jobs))
 
     def __sklearn_tags__(self):
