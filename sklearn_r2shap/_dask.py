@@ -138,6 +138,7 @@ def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, *
     extra = len(trailing_shape) - 1  # output axes beyond X's two
     return X.map_blocks(
         _apply, function, shipped, n_jobs, kwargs, dtype=np.float64, chunks=chunks, meta=meta,
+        token=function.__name__.strip("_"),
         drop_axis=[1] if extra < 0 else None,
         new_axis=list(range(2, 2 + extra)) if extra > 0 else None,
     )
@@ -185,7 +186,7 @@ def _checked_ensemble(model):
     return ensemble
 
 
-def _game_block(game, X, *, n_jobs):
+def piecewise_shap_values(game, X, *, n_jobs):
     from ._validation import resolve_n_jobs
     from .piecewise import _game_values
 
@@ -199,7 +200,7 @@ def piecewise_values(game, X, *, n_jobs=None):
 
     ensemble = game.ensemble
     shape = _ensemble_output_shape(ensemble, ensemble.n_features + 1)
-    return map_rows(_game_block, game, X, trailing_shape=shape, n_jobs=n_jobs,
+    return map_rows(piecewise_shap_values, game, X, trailing_shape=shape, n_jobs=n_jobs,
                     check=lambda empty: check_rows(ensemble, empty))
 
 

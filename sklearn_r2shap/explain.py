@@ -5,7 +5,9 @@ Every function returns the attributions of the path-dependent game
 ``(n_rows, n_features + 1)``, the last column the expected value
 ``v_x(empty)`` with the model's base value included, or
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
-(multiclass). Values are in the model's raw (margin) space.
+(multiclass). Values are in the model's raw (margin) space. A dask array or
+dask DataFrame of rows gives a lazy dask array of the same row blocks
+(``_dask.py``).
 """
 import functools
 import math
@@ -168,7 +170,7 @@ def shap_values(model, X, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
     n_jobs : int, default=None
         Threads; None uses all cores.
@@ -192,6 +194,8 @@ def shap_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.explain(shap_values, model, X, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs)
 
 
@@ -206,7 +210,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
     n_jobs : int, default=None
 
@@ -242,7 +246,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
     n_jobs : int, default=None
 
@@ -279,7 +283,7 @@ def saabas_values(model, X, *, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
     n_jobs : int, default=None
 
     Returns

@@ -297,8 +297,9 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         ``linear_tree=True``, an ensemble from :func:`piecewise_ensemble`, or
         a constant-leaf model (then the values equal :func:`shap_values`
         computed with covers counted on ``background``).
-    X : array-like or DataFrame of shape (n_rows, n_features)
-        Rows to explain; NaN allowed.
+    X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
+        Rows to explain; NaN allowed. A dask collection gives a lazy dask
+        array of the same row blocks.
     background : array-like or DataFrame of shape (n_background, n_features)
         Rows that define the covers and the leaf means. Pass the training
         data for values consistent with the model's leaf values (LightGBM's

@@ -30,7 +30,7 @@ N_FEATURES = 5
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None, silence_logs=40)
+                                       dashboard_address=":0", silence_logs=40)
     with distributed.Client(cluster) as c:
         # the workers import this worktree's package, not another copy
         assert set(c.run(lambda: sr.__file__).values()) == {sr.__file__}

@@ -43,3 +43,13 @@ def test_ranking_insertion_deletion_quick(tmp_path):
 def test_shapflex_vs_qshap_quick():
     out = run("shapflex_vs_qshap.py", "--quick")
     assert "Gelman" in out and "LMG" in out
+
+
+def test_dask_local_cluster():
+    pytest.importorskip("distributed")
+    out = run("dask_local_cluster.py")
+    assert "mean |SHAP|" in out
+    line = next(line for line in out.splitlines() if "cluster and in-memory" in line)
+    assert float(line.split(":")[-1]) < 1e-10
+    line = next(line for line in out.splitlines() if "raw prediction" in line)
+    assert float(line.split(":")[-1]) < 1e-8
