@@ -204,6 +204,59 @@ def piecewise_values(game, X, *, n_jobs=None):
                     check=lambda empty: check_rows(ensemble, empty))
 
 
+def _leaf_statistics_block(block, weight=None, *, payload):
+    from ._kernels import _piecewise
+    from ._validation import check_rows
+
+    ensemble, start, feature = payload
+    B = check_rows(ensemble, block)
+    if weight is None:
+        weight = np.ones(B.shape[0])
+    else:
+        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).reshape(-1))
+        if weight.shape != (B.shape[0],):
+            raise ValueError(f"background_weight has {weight.shape[0]} rows in a partition "
+                             f"where background has {B.shape[0]}.")
+        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+            raise ValueError("background_weight must be finite and non-negative.")
+    cover, complete, entry_sum = _piecewise.leaf_statistics(ensemble, B, weight, start,
+                                                            feature, 1)
+    return {"rows": B.shape[0], "weight": float(weight.sum()), "cover": cover,
+            "complete": complete, "entry_sum": entry_sum}
+
+
+def leaf_statistics(ensemble, background, background_weight, start, feature):
+    """Covers, complete-row weights and linear-feature sums of a dask
+    background (piecewise-linear game), summed over its partitions in one
+    pass; computed at once."""
+    from ._validation import check_rows
+
+    _check_rows_lazily(ensemble, background, check_rows)
+    collections = (background,) if background_weight is None else (
+        background, background_weight)
+    if background_weight is not None and not is_dask_collection(background_weight):
+        raise TypeError("with a dask background, background_weight must be a dask "
+                        "collection of the same row blocks (or None).")
+    payload = shipped_once((ensemble, start, feature))
+    total = reduce_statistics(_leaf_statistics_block, *collections, payload=payload).compute()
+    if total["rows"] == 0:
+        raise ValueError("background must contain at least one row.")
+    if not total["weight"] > 0:
+        raise ValueError("background_weight must not be all zero.")
+    return total["cover"], total["complete"], total["entry_sum"]
+
+
+def _check_rows_lazily(ensemble, X, check_rows):
+    """check_rows on an empty stand-in of a dask collection (width, names, dtypes)."""
+    if _is_dataframe_like(X):
+        check_rows(ensemble, X._meta)
+    elif getattr(X, "ndim", None) != 2:
+        raise ValueError("Expected a 2D dask array of rows, got "
+                         f"{getattr(X, 'ndim', '?')} dimension(s).")
+    else:
+        check_rows(ensemble, np.empty((0, X.shape[1]), dtype=X.dtype))
+
+
 # ----------------------------------------------------------------------------
 # One-pass statistics over partitions, tree-reduced
 

@@ -118,13 +118,17 @@ def _background_weight(weight, n_rows):
 def _build_game(ensemble, background, background_weight, n_threads):
     """Covers and leaf means from the background rows, then the leaf constants."""
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    B = check_rows(ensemble, background)
-    if B.shape[0] == 0:
-        raise ValueError("background must contain at least one row.")
-    weight = _background_weight(background_weight, B.shape[0])
-    cover, complete, entry_sum = _piecewise.leaf_statistics(
-        ensemble, B, weight, start, feature,
-        _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+    if _dask.is_dask_collection(background):  # sums over its partitions, in one pass
+        cover, complete, entry_sum = _dask.leaf_statistics(
+            ensemble, background, background_weight, start, feature)
+    else:
+        B = check_rows(ensemble, background)
+        if B.shape[0] == 0:
+            raise ValueError("background must contain at least one row.")
+        weight = _background_weight(background_weight, B.shape[0])
+        cover, complete, entry_sum = _piecewise.leaf_statistics(
+            ensemble, B, weight, start, feature,
+            _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
     entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
     count = complete[entry_leaf]
     mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
@@ -300,13 +304,16 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain; NaN allowed. A dask collection gives a lazy dask
         array of the same row blocks.
-    background : array-like or DataFrame of shape (n_background, n_features)
+    background : array-like, DataFrame or dask collection of shape (n_background, n_features)
         Rows that define the covers and the leaf means. Pass the training
         data for values consistent with the model's leaf values (LightGBM's
         own covers are its training counts).
+        A dask collection is reduced at once, in one pass over its
+        partitions.
     background_weight : array-like of shape (n_background,), optional
         Weights of the background rows (weighted covers and means), e.g. the
-        sample weights the model was fitted with.
+        sample weights the model was fitted with. A dask collection of the same row
+        blocks when ``background`` is one.
     n_jobs : int, default=None
         Threads; None uses all cores.
 

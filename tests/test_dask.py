@@ -349,3 +349,31 @@ def test_moments_merge_is_exact_and_empty_is_identity():
     assert np.all(np.isnan(empty.variance(ddof=1)))
     with pytest.raises(ValueError, match="different keys"):
         _dask.merge_statistics({"a": 1}, {"b": 1})
+
+
+def test_piecewise_dask_background(client):
+    """Covers and leaf means summed over the partitions of a dask background
+    (weighted, empty partitions included) give the in-memory game."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = data(13)
+    y = y + 2 * np.nan_to_num(X[:, 4])
+    weight = np.random.default_rng(13).exponential(size=N_ROWS)
+    model = lgb.LGBMRegressor(linear_tree=True, n_estimators=6, num_leaves=4, n_jobs=1,
+                              min_child_samples=10, verbose=-1).fit(X, y, sample_weight=weight)
+    expected = sr.piecewise_shap_values(model, X[:50], background=X, background_weight=weight)
+    got = sr.piecewise_shap_values(
+        model, X[:50], background=as_dask_array(X),
+        background_weight=da.from_array(weight, chunks=(ROW_CHUNKS,)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    frame = pd.DataFrame(X, columns=model.booster_.feature_name())
+    kept = frame_rows(frame)
+    got = sr.piecewise_shap_values(model, da.from_array(X[:50], chunks=20),
+                                   background=as_dask_frame(frame))
+    expected = sr.piecewise_shap_values(model, X[:50], background=kept)
+    np.testing.assert_allclose(got.compute(), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="all zero"):
+        sr.piecewise_shap_values(model, X[:5], background=as_dask_array(X),
+                                 background_weight=da.zeros(N_ROWS, chunks=(ROW_CHUNKS,)))
+    with pytest.raises(TypeError, match="dask collection"):
+        sr.piecewise_shap_values(model, X[:5], background=as_dask_array(X),
+                                 background_weight=weight)
