@@ -10,7 +10,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(script, *args):
-    env = dict(os.environ, MPLBACKEND="Agg")
+    # the package of this checkout, not another installed copy
+    path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
