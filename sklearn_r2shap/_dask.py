@@ -378,6 +378,19 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     dask.delayed.Delayed
         The merged dict; ``.compute()`` it (or ``dask.compute`` it with
         others).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from sklearn_r2shap._dask import Moments, reduce_statistics
+    >>> y = np.arange(10.0)
+    >>> def statistics(block):
+    ...     return {"rows": len(block), "sum": block.sum(), "y": Moments.of(block)}
+    >>> total = reduce_statistics(statistics, da.from_array(y, chunks=((3, 0, 7),))).compute()
+    >>> total["rows"], float(total["sum"]), float(total["y"].mean)
+    (10, 45.0, 4.5)
+    >>> bool(np.isclose(total["y"].variance(ddof=1), y.var(ddof=1)))
+    True
     """
     dask = _import_dask()
     if not collections:
