@@ -13,7 +13,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 def run(script, *args):
     pytest.importorskip("matplotlib")  # every example draws a figure
-    env = dict(os.environ, MPLBACKEND="Agg")
+    # the package of this checkout, not another installed copy
+    path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -61,3 +63,13 @@ def test_every_example_is_a_gallery_page_and_is_run_here():
         assert "\n# %%\n" in source, script.name
         assert "plt.show()" in source, script.name
         assert f'run("{script.name}"' in tests, f"{script.name} is not run by a test"
+
+
+def test_dask_local_cluster():
+    pytest.importorskip("distributed")
+    out = run("dask_local_cluster.py")
+    assert "mean |SHAP|" in out
+    line = next(line for line in out.splitlines() if "cluster and in-memory" in line)
+    assert float(line.split(":")[-1]) < 1e-10
+    line = next(line for line in out.splitlines() if "raw prediction" in line)
+    assert float(line.split(":")[-1]) < 1e-8
