@@ -347,8 +347,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     algorithm = choose_algorithm(algorithm, cost, exact_budget)
     terms_of = R2Terms(ensemble, algorithm, n_threads, n_permutations, seed, slots)
     seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
+    # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
     chunk_rows = min(_chunk_rows(ensemble.n_trees),
                      chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads))
+    if algorithm == "sampled":
+        chunk_rows = min(chunk_rows, max(16, (1 << 22) // (n_permutations * n_features)))
     sums = np.zeros(n_features)
     mc_variance = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
