@@ -22,7 +22,7 @@ SCRIPT = r"""
 import sys, threading, time
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
-from sklearn_r2shap import importance, r2_decomposition, shap_values
+from sklearn_r2shap import importance, r2_decomposition, shap_values, treegrad_scores
 
 # one kernel call for all rows: Python's own Ctrl-C check between chunks must
 # not be what stops the call
@@ -44,6 +44,8 @@ try:
                          n_jobs=2)
     elif which == "shap":
         shap_values(model, big, n_jobs=2)
+    elif which == "ranker":
+        treegrad_scores(model, big, n_iter=1000, n_jobs=2)
 except KeyboardInterrupt:
     cpu = time.process_time()
     time.sleep(0.3)
@@ -55,7 +57,7 @@ sys.exit(1)
 """
 
 
-@pytest.mark.parametrize("which", ["r2-exact", "r2-sampled", "shap"])
+@pytest.mark.parametrize("which", ["r2-exact", "r2-sampled", "shap", "ranker"])
 def test_sigint_stops_kernel(which):
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, which], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
