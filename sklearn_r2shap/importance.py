@@ -335,8 +335,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     symmetric = bool(ensemble.averaging)
 
     n_rows, n_features = X.shape
+    # draws only when something is random (random_state=None uses numpy's global state)
     random = check_random_state(random_state)
-    seed = int(random.randint(np.iinfo(np.int64).max))
     rows = _subsample_rows(n_rows, max_samples, random)
     if rows is not None and return_local:
         raise ValueError("return_local=True needs every row: it cannot be combined with "
@@ -345,6 +345,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     slots = _qshap_sampled.tree_slots(ensemble)
     cost = ensemble_cost(ensemble, n_used, n_threads, n_permutations, slots)
     algorithm = choose_algorithm(algorithm, cost, exact_budget)
+    seed = int(random.randint(np.iinfo(np.int64).max)) if algorithm == "sampled" else 0
     terms_of = R2Terms(ensemble, algorithm, n_threads, n_permutations, seed, slots)
     seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
     # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates

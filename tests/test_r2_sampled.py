@@ -256,3 +256,12 @@ def test_progress_plain_lines(monkeypatch):
     silent = io.StringIO()
     _cost.Progress(10, 0, "x", stream=silent).update(10)
     assert silent.getvalue() == ""
+
+
+def test_exact_path_leaves_global_random_state_alone():
+    model, X, y, w, _, _ = case("gradient-boosting")
+    np.random.seed(0)
+    expected = np.random.random_sample()
+    np.random.seed(0)
+    r2_decomposition(model, X, y, algorithm="exact")
+    assert np.random.random_sample() == expected
