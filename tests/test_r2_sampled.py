@@ -265,3 +265,26 @@ def test_exact_path_leaves_global_random_state_alone():
     np.random.seed(0)
     r2_decomposition(model, X, y, algorithm="exact")
     assert np.random.random_sample() == expected
+
+
+@pytest.mark.parametrize("algorithm", ["exact", "sampled"])
+def test_rows_are_streamed_in_chunks(algorithm, monkeypatch):
+    """Memory is bounded in rows: the kernel never sees more than one chunk."""
+    from sklearn_r2shap import _r2_terms
+
+    X, y = make_data(6, n=600, p=5)
+    model = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    full = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
+    seen = []
+    call = _r2_terms.R2Terms.__call__
+
+    def spy(self, X_chunk, *args):
+        seen.append(len(X_chunk))
+        return call(self, X_chunk, *args)
+
+    monkeypatch.setattr(_r2_terms.R2Terms, "__call__", spy)
+    monkeypatch.setattr(importance, "_CHUNK_ROWS", 128)
+    chunked = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
+    assert max(seen) <= 128 and sum(seen) == 600
+    np.testing.assert_allclose(chunked.importances, full.importances, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(chunked.std_errors, full.std_errors, rtol=1e-10, atol=1e-15)
