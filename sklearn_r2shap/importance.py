@@ -177,13 +177,14 @@ class R2Decomposition:
             ]
         else:
             lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
-        if self.algorithm == "sampled" or self.n_rows_sampled is not None:
-            rows = ("" if self.n_rows_sampled is None else
-                    f", {self.n_rows_sampled} of {self.n_rows} rows")
-            lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
+            if self.algorithm == "sampled" or self.n_rows_sampled is not None:
+                rows = ("" if self.n_rows_sampled is None else
+                        f", {self.n_rows_sampled} of {self.n_rows} rows")
+                lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
+            kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
             lines += [
                 "",
-                f"R2_j: the feature's exact Shapley share of the model's R2 on these "
+                f"R2_j: the feature's {kind} Shapley share of the model's R2 on these "
                 f"{self.n_rows} rows;",
                 "  share = R2_j / model R2. A negative R2_j means the feature makes the fit",
                 "  worse on these rows.",
