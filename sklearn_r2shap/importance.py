@@ -8,14 +8,14 @@ for regressors that are not trees.
 """
 import numbers
 import warnings
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import _predict, _qshap
 from ._model import UnsupportedModelError, to_ensemble
+from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
 from ._selector import BaseTreeSelector
 from ._validation import check_rows, resolve_n_jobs
 from .explain import _gauss_legendre
@@ -25,150 +25,35 @@ __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
 _CHUNK_ROWS = 4096
 
 
-@dataclass
-class R2Decomposition:
-    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
+def _game_ensemble(ensemble, loss, scale):
+    """The single-value ensemble the kernel decomposes (and its mode).
 
-    Attributes
-    ----------
-    importances : ndarray of shape (n_features,)
-        R2_j; ``importances.sum() + r2_unattributed == r2``.
-    std_errors : ndarray of shape (n_features,)
-        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
-        of zero weight are left out, as if dropped). NaN for shapFlex.
-    r2 : float
-        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
-        shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
-    r2_unattributed : float
-        The part no feature receives (~0 in sample; constant terms otherwise;
-        for shapFlex, all of ``r2`` when no feature's removal raises the
-        residual variance).
-    feature_names : ndarray of str
-    mode : str
-        Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
-        sequential decomposition) or "symmetric" (averaging ensembles such
-        as forests). shapFlex: where the SHAP values came from, "tree",
-        "piecewise-linear tree", "linear" or "callable".
-    n_rows : int
-    local : ndarray of shape (n_rows, n_features) or None
-        Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
-    method : {"qshap", "shapflex"}
-        Exact Shapley values of R^2, or the shapFlex shares.
-    sigma_unique : float or None
-        shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
-        the explained variance that the features explain uniquely relative
-        to the whole (1 for an OLS fit on uncorrelated features; it may
-        exceed 1 when collinear terms cancel); NaN when the model predicts y
-        no better than its mean.
-    residual_variance_ratios : ndarray of shape (n_features,) or None
-        shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
+    Vector leaves (scikit-learn classifiers' class probabilities, CatBoost
+    multiclass) become one tree per output, in the model's order; the
+    squared-error regression trees are divided by ``scale`` (a power of two:
+    exact). Averaging ensembles are decomposed in the symmetric mode, which
+    needs a squared loss.
     """
-
-    importances: np.ndarray
-    std_errors: np.ndarray
-    r2: float
-    r2_unattributed: float
-    feature_names: np.ndarray
-    mode: str
-    n_rows: int
-    local: Optional[np.ndarray] = field(default=None, repr=False)
-    method: str = "qshap"
-    sigma_unique: Optional[float] = None
-    residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
-
-    def to_frame(self, sort=True):
-        """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
-
-        ``share`` is each R2_j over the model's R^2. Rows are features,
-        sorted by decreasing R2_j unless ``sort=False``.
-        """
-        import pandas as pd
-
-        frame = pd.DataFrame(
-            {
-                "r2": self.importances,
-                "std_error": self.std_errors,
-                "share": self.importances / self.r2 if self.r2 != 0 else np.nan,
-            },
-            index=pd.Index(self.feature_names, name="feature"),
-        )
-        return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
-
-    def plot(self, ax=None, max_features=20):
-        """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
-        from .plotting import plot_bars
-
-        shapflex = self.method == "shapflex"
-        return plot_bars(
-            self.importances, None if shapflex else self.std_errors, self.feature_names,
-            ax=ax, max_features=max_features,
-            xlabel="feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$",
-            title=(f"Gelman R$^2$ = {self.r2:.3f} ($\\sigma_{{unique}}$ = "
-                   f"{self.sigma_unique:.2f})" if shapflex else
-                   f"R$^2$ = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})"),
-        )
-
-    def __str__(self):
-        shapflex = self.method == "shapflex"
-        order = np.argsort(-self.importances, kind="mergesort")
-        width = max(12, max(len(str(n)) for n in self.feature_names))
-        lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
-        for j in order:
-            share = self.importances[j] / self.r2 if self.r2 else np.nan
-            error = "" if shapflex else f"{self.std_errors[j]:.4f}"
-            lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
-                         f"{error:>9} {share:>7.1%}")
-        lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
-        lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
-        if shapflex:
-            lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
-                         f"{self.mode} SHAP values)")
-            lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
-        else:
-            lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
-        return "\n".join(lines)
-
-
-def _check_target(y, n_rows, sample_weight):
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional for an R^2 decomposition, got shape {y.shape}.")
-    if len(y) != n_rows:
-        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
-    if sample_weight is None:
-        weight = np.ones(n_rows)
-    else:
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        if weight.shape != (n_rows,):
-            raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
-        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-            raise ValueError("sample_weight must be finite and non-negative.")
-    if n_rows < 2:
-        raise ValueError(f"An R^2 decomposition needs at least 2 samples; got {n_rows} sample.")
-    mean = np.average(y, weights=weight) if weight.sum() > 0 else np.nan
-    total = float(np.sum(weight * (y - mean) ** 2))
-    if not total > 0:
-        raise ValueError("y is constant (with the given weights): R^2 is not defined.")
-    return y, weight, total
-
-
-def _check_regression_ensemble(ensemble):
-    if ensemble.objective != "squared_error" or ensemble.n_outputs != 1 or ensemble.n_values != 1:
-        what = (f"objective {ensemble.objective!r}" if ensemble.objective != "squared_error"
-                else f"{ensemble.n_outputs} outputs")
+    work = ensemble
+    if isinstance(loss, SquaredError) and loss.classes is not None:
+        outputs = loss.outputs
+        work = ensemble.per_output(outputs)
+        if len(outputs) != ensemble.n_outputs:  # binary: class 1 becomes output 0
+            work = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
+                           base_value=ensemble.base_value[outputs].copy())
+    elif ensemble.n_values > 1:
+        work = ensemble.per_output()
+    if scale != 1.0:
+        work = replace(work, value=work.value / scale, base_value=work.base_value / scale)
+    symmetric = bool(work.averaging)
+    if symmetric and not loss.symmetric:
         raise UnsupportedModelError(
-            f"The Q-SHAP R^2 decomposition needs a single-output regressor fitted with the "
-            f"squared error; {ensemble.model_type} has {what}."
+            f"{ensemble.model_type} averages its trees in the margin space of objective "
+            f"{ensemble.objective!r}: the D^2 decomposition of an averaging ensemble is "
+            "defined for the squared error and the Brier score only; use shap_values or "
+            "TreeGradRanker instead."
         )
-    if ensemble.has_linear_leaves:
-        raise UnsupportedModelError(
-            f"{ensemble.model_type} has linear leaves; the R^2 decomposition supports "
-            "constant leaves only."
-        )
+    return work, symmetric
 
 
 def _chunk_rows(n_trees):
@@ -198,6 +83,53 @@ def squared_error_game(leaf, y, weight, base, tree_mean, symmetric):
     return np.ascontiguousarray(square), np.ascontiguousarray(-2.0 * square * residual)
 
 
+def second_order_game(leaf, loss, target, weight, base, tree_output):
+    """Coefficients (a, b) of the per-tree second-order games, shape (n_rows, n_trees).
+
+    Tree k (adding to margin c = ``tree_output[k]``) of row i contributes
+    ``w_i Sh[g_ik m_k + h_ik m_k^2 / 2] = a Sh[m_k^2] + b Sh[m_k]`` with
+    a = w_i h_ik / 2 and b = w_i g_ik, where g and h are the first and second
+    derivatives of the row's loss in margin c at the margins F_{k-1}(x_i) of
+    the trees before k, starting from the initial margins ``base``. For the
+    squared error l = (y - F)^2 / 2 this is half the squared-error game.
+    """
+    n_rows, n_trees = leaf.shape
+    square = np.empty((n_rows, n_trees))
+    linear = np.empty((n_rows, n_trees))
+    if loss.separable:  # each output's margin only moves with its own trees
+        for c in range(len(base)):
+            trees = np.flatnonzero(tree_output == c)
+            if len(trees) == 0:
+                continue
+            own = leaf[:, trees]
+            before = base[c] + (np.cumsum(own, axis=1) - own)
+            g, h = loss.derivatives(target[:, [c]], before, c)
+            square[:, trees], linear[:, trees] = h, g
+    else:  # softmax: every margin moves p_c; one margin changes at a time
+        margin = np.repeat(np.asarray(base, dtype=np.float64)[None, :], n_rows, axis=0)
+        for k in range(n_trees):
+            c = tree_output[k]
+            linear[:, k], square[:, k] = loss.derivatives(target, margin, c)
+            margin[:, c] += leaf[:, k]
+    square *= 0.5 * weight[:, None]
+    linear *= weight[:, None]
+    return square, linear
+
+
+def _symmetric_game(leaf, target, weight, base, tree_mean, tree_output):
+    """Half the squared-error games of the symmetric mode, per output (Brier: per class)."""
+    square = np.empty(leaf.shape)
+    linear = np.empty(leaf.shape)
+    for c in range(len(base)):
+        trees = np.flatnonzero(tree_output == c)
+        if len(trees) == 0:
+            continue
+        a, b = squared_error_game(leaf[:, trees], target[:, c], weight, float(base[c]),
+                                  tree_mean[trees], True)
+        square[:, trees], linear[:, trees] = a / 2.0, b / 2.0
+    return square, linear
+
+
 def _progress(iterable, total, verbose, desc):
     if not verbose:
         return iterable
@@ -214,25 +146,42 @@ def _progress(iterable, total, verbose, desc):
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
                      verbose=0):
-    """Exact Shapley decomposition of a tree model's R^2 on (X, y) (Q-SHAP).
+    """Exact Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
-    For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
-    with v_S the path-dependent value function and Q0 = sum_i (y_i - ybar)^2;
-    boosted ensembles are decomposed tree by tree against the residuals of
-    the trees before (starting from the model's own initial prediction, with
-    exactly the trees the model predicts with); averaging ensembles (random
-    forests) use the order-free symmetric decomposition. See DESIGN.md
-    section 3 and the documentation page "R^2 decomposition".
+    Regressors fitted with the squared error: for a single tree,
+    R2_j = -(1/Q0) sum_i w_i Sh_j[S -> (y_i - v_S(x_i))^2] with v_S the
+    path-dependent value function and Q0 = sum_i w_i (y_i - ybar)^2; boosted
+    ensembles are decomposed tree by tree against the residuals of the trees
+    before (starting from the model's own initial prediction, with exactly
+    the trees the model predicts with); averaging ensembles (random forests)
+    use the order-free symmetric decomposition.
+
+    Classifiers and models with a link split D^2 = 1 - L(model) / L0
+    (documentation page "D^2 decomposition"):
+
+    * scikit-learn tree and forest classifiers (class probabilities averaged
+      over trees): the Brier score, exactly, one squared game per class
+      (``score="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
+    * boosted models with a link (binary and multiclass log-loss, Poisson,
+      Gamma, Tweedie): tree by tree in the model's order, the second-order
+      game S -> g_ik m_k,S(x_i) + h_ik m_k,S(x_i)^2 / 2 with g, h the
+      derivatives of the loss at the margins before tree k:
+      R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
+      remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
+      ``"d2_tweedie"``).
 
     Parameters
     ----------
-    model : fitted tree regressor
-        Squared-error scikit-learn tree / forest / (Hist)GradientBoosting,
-        XGBoost, LightGBM or CatBoost regressor.
+    model : fitted tree model
+        A scikit-learn tree / forest / (Hist)GradientBoosting, XGBoost,
+        LightGBM or CatBoost model fitted with the squared error, a
+        scikit-learn tree or forest classifier, or a boosted model fitted
+        with the log-loss, Poisson, Gamma or Tweedie loss.
     X : array-like or DataFrame of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
+        Targets; class labels (as in ``model.classes_``) for classifiers.
     sample_weight : array-like of shape (n_rows,), optional
-        Weighted sums and weighted mean of y.
+        Weights of the rows in every sum and mean (e.g. class weights).
     return_local : bool, default=False
         Keep the (n_rows, n_features) per-row terms in ``.local``.
     n_jobs : int, default=None
@@ -243,6 +192,15 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     Returns
     -------
     R2Decomposition
+        ``score`` names the score that ``r2`` holds and ``importances``
+        split; ``importances.sum() + r2_unattributed == r2``.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For losses without a second derivative (absolute error, quantile,
+        Huber), other objectives, averaging ensembles with a link, linear
+        leaves, and multi-output models.
 
     Examples
     --------
@@ -257,23 +215,53 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     True
     >>> abs(result.r2_unattributed) < 1e-10
     True
+
+    A classifier's log-loss D^2:
+
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> from sklearn.metrics import d2_log_loss_score
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    >>> result = r2_decomposition(model, X, y)
+    >>> result.score
+    'd2_log_loss'
+    >>> bool(np.isclose(result.r2, d2_log_loss_score(y, model.predict_proba(X))))
+    True
+    >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
+    True
     """
     ensemble = to_ensemble(model)
-    _check_regression_ensemble(ensemble)
+    loss = loss_of(ensemble)
     names = ensemble.feature_names
     if names is None and hasattr(X, "columns"):
         names = np.asarray(X.columns, dtype=object)
     X = check_rows(ensemble, X)
-    y, weight, total = _check_target(y, X.shape[0], sample_weight)
-    n_threads = resolve_n_jobs(n_jobs)
-    tree_mean = np.ascontiguousarray(_predict.node_means(ensemble)[ensemble.tree_start[:-1], 0])
-    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
-    nodes, weights = _gauss_legendre(max(1, ensemble.n_path_features))
-    points, weights = (nodes + 1.0) / 2.0, weights / 2.0
-    symmetric = bool(ensemble.averaging)
-
     n_rows, n_features = X.shape
-    chunk_rows = _chunk_rows(ensemble.n_trees)
+    scale = 1.0
+    if isinstance(loss, SquaredError) and loss.classes is None:
+        y, weight, scale = check_target(y, n_rows, sample_weight)
+        target = (y / scale)[:, None]
+    else:
+        weight = check_weights(sample_weight, n_rows)
+        target = loss.target(y, n_rows, ensemble)
+    work, symmetric = _game_ensemble(ensemble, loss, scale)
+    with np.errstate(all="ignore"):
+        null_loss = loss.null_loss(target, weight)
+    if not null_loss > 0:
+        what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
+        raise ValueError(f"y {what} (with the given weights): "
+                         f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
+    n_threads = resolve_n_jobs(n_jobs)
+    tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
+    base = np.asarray(work.base_value, dtype=np.float64)
+    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
+    # the kernel adds every tree to one output: the games already carry the class
+    single = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64))
+    nodes, weights = _gauss_legendre(max(1, work.n_path_features))
+    points, weights = (nodes + 1.0) / 2.0, weights / 2.0
+
+    chunk_rows = _chunk_rows(work.n_trees)
     starts = range(0, n_rows, chunk_rows)
     sums = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
@@ -281,13 +269,18 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     local = np.empty((n_rows, n_features)) if return_local else None
     for start in _progress(starts, len(starts), verbose, "R^2 decomposition"):
         stop = min(start + chunk_rows, n_rows)
-        leaf = _predict.leaf_values(ensemble, X[start:stop], n_threads)
-        square_coef, linear_coef = squared_error_game(
-            leaf, y[start:stop], weight[start:stop], float(ensemble.base_value[0]), tree_mean,
-            symmetric)
-        terms = _qshap.r2_terms(ensemble, X[start:stop], square_coef, linear_coef,
+        leaf = _predict.leaf_values(work, X[start:stop], n_threads)
+        with np.errstate(all="ignore"):
+            if symmetric:
+                square_coef, linear_coef = _symmetric_game(
+                    leaf, target[start:stop], weight[start:stop], base, tree_mean,
+                    work.tree_output)
+            else:
+                square_coef, linear_coef = second_order_game(
+                    leaf, loss, target[start:stop], weight[start:stop], base, work.tree_output)
+        terms = _qshap.r2_terms(single, X[start:stop], square_coef, linear_coef,
                                 points, weights, n_threads)
-        chunk = -terms / total
+        chunk = -terms / null_loss
         sums += chunk.sum(axis=0)
         if local is not None:
             local[start:stop] = chunk
@@ -305,14 +298,22 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         count = new_count
     std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
 
-    prediction = _predict.predict_raw(ensemble, X, n_threads)[:, 0]
-    r2 = 1.0 - float(np.sum(weight * (y - prediction) ** 2)) / total
+    prediction = _predict.predict_raw(work, X, n_threads)
+    with np.errstate(all="ignore"):
+        score = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / null_loss
+    if not (np.isfinite(score) and np.all(np.isfinite(sums))):
+        raise FloatingPointError(
+            f"The {loss.score} decomposition of {ensemble.model_type} is not finite: the "
+            "margins, targets or leaf values overflow in double precision (e.g. exp of a "
+            "huge margin); rescale y or check the model's predictions."
+        )
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
     return R2Decomposition(
-        importances=sums, std_errors=std_errors, r2=r2,
-        r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+        importances=sums, std_errors=std_errors, r2=score,
+        r2_unattributed=score - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
         mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
+        score=loss.score, power=loss.power,
     )
 
 
@@ -533,7 +534,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             return "shapflex", None
         try:
             ensemble = to_ensemble(model)
-            _check_regression_ensemble(ensemble)
+            loss_of(ensemble)
         except UnsupportedModelError:
             if self.method == "qshap":
                 raise

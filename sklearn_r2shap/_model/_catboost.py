@@ -120,6 +120,7 @@ def convert(model):
         "grow_policy": "SymmetricTree" if oblivious else
         params.get("tree_learner_options", {}).get("grow_policy", "non-symmetric"),
         "loss_function": loss,
+        "loss_params": dict(params.get("loss_function", {}).get("params", {})),
         "scale": float(scale),
     }
     classes = getattr(model, "classes_", None)

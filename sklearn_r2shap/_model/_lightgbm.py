@@ -109,6 +109,8 @@ def convert(model):
     objective = "custom" if objective_string is None else objective_string.split()[0]
     if objective in _SQUARED_ERROR:
         objective = "squared_error"
+    if objective == "tweedie":  # not in the objective string; 1.5 is LightGBM's default
+        info["tweedie_variance_power"] = float(booster.params.get("tweedie_variance_power", 1.5))
     info.update(
         allow_nan=True,
         n_trees_total=booster.num_trees(),

@@ -127,6 +127,9 @@ def convert(model):
     )
     if types is not None:
         info["feature_types"] = list(types)
+    power = learner["objective"].get("tweedie_regression_param", {}).get("tweedie_variance_power")
+    if power is not None:
+        info["tweedie_variance_power"] = float(power)
     categories = _training_categories(forest)
     if categories:
         info["category_levels"] = categories
