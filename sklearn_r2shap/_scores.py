@@ -219,7 +219,7 @@ def check_target(y, n_rows, sample_weight):
     scale = _power_of_two_below(largest) if largest > 0 else 1.0
     scaled = y / scale
     mean = np.average(scaled, weights=weight)
-    if not np.sum(weight * (scaled - mean) ** 2) > 0:
+    if np.ptp(y[weight > 0]) == 0 or not np.sum(weight * (scaled - mean) ** 2) > 0:
         raise ValueError("y is constant (with the given weights): R^2 is not defined.")
     return y, weight, scale
 

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._kernels import _predict, _qshap
 from ._model import UnsupportedModelError, to_ensemble
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
-from ._selector import BaseTreeSelector
+from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import check_rows, resolve_n_jobs
 from .explain import _gauss_legendre
 
@@ -489,6 +489,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.feature_importances_ = result.importances
             self.importances_std_ = result.std_errors
             self.r2_ = result.r2
+            self.score_ = result.score
             self.method_ = result.method
             self.sigma_unique_ = result.sigma_unique
         else:
@@ -504,8 +505,12 @@ class ShapleyR2Importance(BaseTreeSelector):
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
-        cv = check_cv(self.cv, y, classifier=False)
-        importances, r2, sigma_unique, methods = [], [], [], set()
+        from sklearn.base import is_classifier
+
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        # stratified folds for classifiers, as cross_val_score uses
+        cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
+        importances, r2, sigma_unique, methods, scores = [], [], [], set(), set()
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
@@ -517,6 +522,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             r2.append(result.r2)
             sigma_unique.append(result.sigma_unique)
             methods.add(result.method)
+            scores.add(result.score)
         self.cv_importances_ = np.asarray(importances)
         self.feature_importances_ = self.cv_importances_.mean(axis=0)
         n_folds = len(importances)
@@ -524,6 +530,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                                  if n_folds > 1 else np.zeros_like(self.feature_importances_))
         self.r2_ = float(np.mean(r2))
         (self.method_,) = methods
+        (self.score_,) = scores
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
@@ -532,12 +539,24 @@ class ShapleyR2Importance(BaseTreeSelector):
         """(method, TreeEnsemble or None) for a fitted model."""
         if self.method == "shapflex":
             return "shapflex", None
+        from sklearn.base import is_classifier
+
         try:
             ensemble = to_ensemble(model)
             loss_of(ensemble)
-        except UnsupportedModelError:
+        except UnsupportedModelError as error:
             if self.method == "qshap":
                 raise
+            if is_classifier(model):  # shapFlex decomposes regressors only
+                raise UnsupportedModelError(
+                    f"{type(model).__name__} is a classifier: method='auto' tried the exact "
+                    f"D^2 decomposition, which needs a tree classifier it can read exactly "
+                    f"({error}), and shapFlex, which decomposes regressors only. Use a "
+                    "scikit-learn tree, forest or (Hist)GradientBoosting classifier, or an "
+                    "XGBoost, LightGBM or CatBoost classifier with the log-loss; or "
+                    "sklearn.inspection.permutation_importance with "
+                    "scoring='neg_log_loss' (sampled, not a decomposition)."
+                ) from error
             return "shapflex", None
         if self.shap_values is not None:
             raise ValueError(
