@@ -1,13 +1,13 @@
-"""Shapley decomposition of a tree model's R^2 (Q-SHAP; DESIGN.md section 3).
+"""Shapley decomposition of a tree model's R^2 or D^2 (Q-SHAP).
 
 :func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
 on data (X, y): the Shapley value, over features, of the explained sum of
-squares. :class:`ShapleyR2Importance` wraps it as a scikit-learn feature
-selector, and falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`)
-for regressors that are not trees.
+squares; for classifiers and models with a link, the shares of D^2 (Brier,
+log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
+:class:`ShapleyR2Importance` wraps it as a scikit-learn feature selector, and
+falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`) for
+regressors that are not trees.
 """
-import numbers
-import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -318,12 +318,15 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
 
 class ShapleyR2Importance(BaseTreeSelector):
-    """Feature selection by each feature's share of the model's R^2.
+    """Feature selection by each feature's share of the model's R^2 (or D^2).
 
-    Fits a regressor (or takes a fitted one) and splits its R^2 on the data
+    Fits a model (or takes a fitted one) and splits its R^2 on the data
     into per-feature parts R2_j. For tree models the split is exact Shapley
     values of R^2 (Q-SHAP, :func:`r2_decomposition`), which add up, with the
-    unattributed part, to the model's R^2. For other regressors it is the
+    unattributed part, to the model's R^2; for tree classifiers and boosted
+    models with a link it splits D^2 (Brier score for scikit-learn tree and
+    forest classifiers, log-loss for boosted classifiers, Tweedie deviance
+    for Poisson / Gamma / Tweedie models). For other regressors it is the
     shapFlex shares computed from SHAP values
     (:func:`~sklearn_r2shap.shapflex_decomposition`), which add up to Gelman's
     R^2 and are *not* a Shapley decomposition of R^2. Acts as a
@@ -333,15 +336,19 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     Parameters
     ----------
-    estimator : regressor, default=None
-        A squared-error tree model of scikit-learn, XGBoost, LightGBM or
-        CatBoost (Q-SHAP or shapFlex), or any regressor (shapFlex). None uses
+    estimator : regressor or classifier, default=None
+        A tree model of scikit-learn, XGBoost, LightGBM or CatBoost fitted
+        with the squared error, the log-loss, Poisson, Gamma or Tweedie, a
+        scikit-learn tree or forest classifier (Q-SHAP), or any regressor
+        (shapFlex). None uses
         ``HistGradientBoostingRegressor(random_state=0)``. A
         :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
     method : {"auto", "qshap", "shapflex"}, default="auto"
-        "qshap": exact Shapley values of R^2 (squared-error tree models with
-        constant leaves). "shapflex": the shapFlex shares from SHAP values.
-        "auto": "qshap" where it applies, "shapflex" otherwise.
+        "qshap": exact Shapley values of R^2 or D^2 (tree models with
+        constant leaves). "shapflex": the shapFlex shares from SHAP values
+        (regressors only). "auto": "qshap" where it applies, "shapflex"
+        otherwise for regressors; a classifier "qshap" cannot read raises
+        an error naming what was tried.
     shap_values : callable, default=None
         shapFlex only: ``shap_values(estimator, X)`` returning the SHAP
         values as an (n_samples, n_features) or (n_samples, n_features + 1)
@@ -362,7 +369,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
         Cross-fitted importances: a clone is fitted on each training fold
-        and R^2 decomposed on its held-out fold; the fold values are
+        and R^2 decomposed on its held-out fold (stratified folds for
+        classifiers, as ``check_cv`` gives them); the fold values are
         averaged (``cv_importances_`` keeps them) and the estimator is then
         refitted on all the data for ``transform``.
     n_jobs : int, default=None
@@ -383,8 +391,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         standard deviation of the fold values over sqrt(n_folds). NaN for
         shapFlex without ``cv`` (its shares are not sums over rows).
     r2_ : float
-        The model's R^2 on the data (mean over folds with ``cv``); Gelman's
-        R^2 for shapFlex.
+        The model's R^2 or D^2 on the data (mean over folds with ``cv``);
+        Gelman's R^2 for shapFlex.
+    score_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``r2_`` is and ``feature_importances_`` split.
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
@@ -454,7 +464,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` (to its final step, as
             ``<step>__sample_weight``, for a Pipeline) and used in the
-            decomposition.
+            decomposition (class weights: e.g.
+            ``sklearn.utils.class_weight.compute_sample_weight("balanced", y)``).
         **fit_params : dict
             Passed to the model's ``fit``.
 

@@ -10,7 +10,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(script, *args):
-    env = dict(os.environ, MPLBACKEND="Agg")
+    # the checked-out package, not whichever copy is installed
+    path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
                           text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -43,3 +45,8 @@ def test_ranking_insertion_deletion_quick(tmp_path):
 def test_shapflex_vs_qshap_quick():
     out = run("shapflex_vs_qshap.py", "--quick")
     assert "Gelman" in out and "LMG" in out
+
+
+def test_d2_classifiers_quick():
+    out = run("d2_classifiers.py", "--quick")
+    assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
