@@ -154,7 +154,9 @@ class R2Decomposition:
                          f"{self.mode} SHAP values)")
             lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
         else:
-            lines.append(f"{'model score':<{width}} {self.r2:>9.4f}   {self.score_label}")
+            name = "model R2" if self.score == "r2" else "model D2"
+            label = "" if self.score == "r2" else f"   {self.score_label}"
+            lines.append(f"{name:<{width}} {self.r2:>9.4f}{label}")
         return "\n".join(lines)
 
 

@@ -219,10 +219,22 @@ def _lgb(target, seed=0, nan=0.0, weighted=False, **params):
     return build
 
 
-def _cb(target, seed=0, weighted=False, **params):
+def _lgb_early_stopping():
+    lgb = pytest.importorskip("lightgbm")
+    X, t = make_data(1, n=80)
+    y = t["three"]
+    model = lgb.LGBMClassifier(n_estimators=40, num_leaves=4, learning_rate=0.5,
+                               min_child_samples=5, n_jobs=1, verbose=-1, random_state=0)
+    model.fit(X[:40], y[:40], eval_X=X[40:], eval_y=y[40:],
+              callbacks=[lgb.early_stopping(2, verbose=False)])
+    assert 0 < model.booster_.best_iteration < 40
+    return model, X[:40], y[:40], None
+
+
+def _cb(target, seed=0, weighted=False, nan=0.0, **params):
     def build():
         cb = pytest.importorskip("catboost")
-        X, t = make_data(seed)
+        X, t = make_data(seed, nan_fraction=nan)
         y = t[target]
         w = t["weight"] if weighted else None
         kind = cb.CatBoostClassifier if target in ("binary", "three") else cb.CatBoostRegressor
@@ -268,9 +280,11 @@ CASES = {
     "lightgbm-binary-sigmoid-nan": (_lgb("binary", nan=0.1, sigmoid=0.7), "binomial", None,
                                     0.7),
     "lightgbm-three": (_lgb("three"), "multinomial", None, 1.0),
+    "lightgbm-three-early-stopping": (_lgb_early_stopping, "multinomial", None, 1.0),
     "lightgbm-tweedie": (_lgb("counts", objective="tweedie"), "tweedie", 1.5, 1.0),
     "lightgbm-gamma": (_lgb("positive", objective="gamma"), "tweedie", 2.0, 1.0),
-    "catboost-binary-weighted": (_cb("binary", weighted=True), "binomial", None, 1.0),
+    "catboost-binary-weighted-nan": (_cb("binary", weighted=True, nan=0.1), "binomial", None,
+                                     1.0),
     "catboost-three": (_cb("three"), "multinomial", None, 1.0),
     "catboost-poisson": (_cb("counts", loss_function="Poisson"), "tweedie", 1.0, 1.0),
     "catboost-tweedie": (_cb("counts", loss_function="Tweedie:variance_power=1.6"), "tweedie",
