@@ -222,7 +222,7 @@ def _lgb(target, seed=0, nan=0.0, weighted=False, **params):
 def _lgb_early_stopping():
     lgb = pytest.importorskip("lightgbm")
     X, t = make_data(1, n=80)
-    y = t["three"]
+    y = np.unique(t["three"], return_inverse=True)[1]  # eval_y is not label-encoded
     model = lgb.LGBMClassifier(n_estimators=40, num_leaves=4, learning_rate=0.5,
                                min_child_samples=5, n_jobs=1, verbose=-1, random_state=0)
     model.fit(X[:40], y[:40], eval_X=X[40:], eval_y=y[40:],
