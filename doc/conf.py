@@ -1,17 +1,23 @@
 """Sphinx configuration of the sklearn-r2shap documentation.
 
-Build (from the repository root, with the Cython extensions built in place)::
+Build (from the repository root, with the package installed or built in
+place; the ``doc`` extra installs the Sphinx extensions)::
 
-    PYTHONPATH=. python -m sphinx -W --keep-going -b html doc doc/_build/html
-    PYTHONPATH=. python -m sphinx -b doctest doc doc/_build/doctest
+    python -m sphinx -W --keep-going -b html doc doc/_build/html
 
-The build uses no network: intersphinx is loaded but given no inventories.
+The build needs no network: MathJax is served from the built site
+(``sphinx-mathjax-offline``), the theme bundles its fonts and icons, and no
+intersphinx inventories are fetched. The examples gallery runs every script
+in ``examples/`` (sphinx-gallery) and keeps its figures.
 """
 import os
 import sys
 
-# Import the in-place build of the package, not an installed copy.
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Import the in-place build of the package, not an installed copy, and the
+# gallery helper next to this file.
+sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..")))
+sys.path.insert(0, HERE)
 
 import sklearn_r2shap  # noqa: E402
 
@@ -25,13 +31,17 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.doctest",
-    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 copied into _static/mathjax: math renders offline
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "sphinx_design",
+    "sphinx_copybutton",
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
+                    "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
 root_doc = "index"
 default_role = "literal"
 
@@ -41,12 +51,44 @@ autodoc_default_options = {"members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
-# No network on the build machine: no inventories to fetch.
-intersphinx_mapping = {}
-
 # Examples in docstrings and pages use ``np`` as in the package's modules.
 doctest_global_setup = "import numpy as np"
 
-html_theme = "alabaster"
+# sphinx-gallery: every script in examples/ is run and its figures kept.
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r".*\.py$",  # run every example, not only plot_*.py
+    "within_subsection_order": "FileNameSortKey",
+    "reset_argv": "_gallery.reset_argv",  # per-example command-line arguments
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "plot_gallery": "True",
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "min_reported_time": 0,
+    "matplotlib_animations": False,
+    "image_srcset": [],
+    "default_thumb_file": None,
+}
+
+# copy buttons skip prompts and output
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+
+html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn-r2shap {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_show_sourcelink = False
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "header_links_before_dropdown": 6,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_sidebars = {"index": [], "getting_started": [], "comparison": []}

@@ -37,7 +37,7 @@ _ALTERNATIVES = ("use shap_values (exact SHAP values of the model's raw output) 
 
 @dataclass
 class R2Decomposition:
-    """Feature shares of a model's R^2 or D^2 on data (the result of :func:`r2_decomposition`).
+    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
 
     Attributes
     ----------
@@ -47,14 +47,12 @@ class R2Decomposition:
         Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
         of zero weight are left out, as if dropped). NaN for shapFlex.
     r2 : float
-        The model's score on the data (see ``score``): R^2
-        ``1 - SS(y - f(X)) / SS(y - mean(y))``, or D^2 ``1 - L(model) / L0``.
+        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
         shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
     r2_unattributed : float
-        The part no feature receives (~0 in sample for R^2; constant terms
-        otherwise, and for D^2 of link models also the third- and
-        higher-order remainder; for shapFlex, all of ``r2`` when no
-        feature's removal raises the residual variance).
+        The part no feature receives (~0 in sample; constant terms otherwise;
+        for shapFlex, all of ``r2`` when no feature's removal raises the
+        residual variance).
     feature_names : ndarray of str
     mode : str
         Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
@@ -65,15 +63,21 @@ class R2Decomposition:
     local : ndarray of shape (n_rows, n_features) or None
         Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
     method : {"qshap", "shapflex"}
-        Exact Shapley values of the score, or the shapFlex shares.
+        Exact Shapley values of R^2, or the shapFlex shares.
     sigma_unique : float or None
         shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
-        the explained variance that the features explain uniquely relative
-        to the whole (1 for an OLS fit on uncorrelated features; it may
-        exceed 1 when collinear terms cancel); NaN when the model predicts y
-        no better than its mean.
+        the residual variance each feature adds when its SHAP term is
+        removed, summed over features, relative to the explained variance.
+        A ratio, not a share: 1 for an OLS fit on uncorrelated features,
+        below 1 when correlated features can stand in for each other, above
+        1 when correlated terms of opposite sign cancel (removing either
+        one undoes the cancellation; 1.08 for a ridge regression of the
+        diabetes data, whose s1 and s2 do this). NaN when the model predicts
+        y no better than its mean.
     residual_variance_ratios : ndarray of shape (n_features,) or None
         shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
+    model_name : str or None
+        The class name of the decomposed model (plot titles).
     score : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
         Which score ``r2`` is (and ``importances`` split): R^2, or the D^2
         of the Brier score (probability-averaging classifiers), of the
@@ -94,6 +98,7 @@ class R2Decomposition:
     method: str = "qshap"
     sigma_unique: Optional[float] = None
     residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
+    model_name: Optional[str] = None
     score: str = "r2"
     power: Optional[float] = None
 
@@ -107,7 +112,7 @@ class R2Decomposition:
     def to_frame(self, sort=True):
         """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
 
-        ``share`` is each R2_j over the model's score. Rows are features,
+        ``share`` is each R2_j over the model's R^2. Rows are features,
         sorted by decreasing R2_j unless ``sort=False``.
         """
         import pandas as pd
@@ -123,18 +128,35 @@ class R2Decomposition:
         return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
 
     def plot(self, ax=None, max_features=20):
-        """Horizontal bar chart of R2_j with standard-error bars (matplotlib)."""
+        """Horizontal bar chart of R2_j, largest on top (matplotlib).
+
+        The title names the model and its R^2; Q-SHAP bars carry +/-1
+        standard error (over rows) as error bars. shapFlex shares have no
+        standard error and are drawn without error bars.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
         from .plotting import plot_bars
 
         shapflex = self.method == "shapflex"
-        label = self.score_label.replace("^2", "$^2$")
+        model = f"{self.model_name}\n" if self.model_name else ""
+        if shapflex:
+            title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
+                     f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
+                     "no error bars: shapFlex has no standard error")
+        else:
+            label = self.score_label.replace("^2", "$^2$")
+            title = (f"{model}{label} = {self.r2:.3f} on {self.n_rows} rows "
+                     f"(unattributed {self.r2_unattributed:+.3f})\n"
+                     "bars: \u00b11 standard error over rows")
         return plot_bars(
             self.importances, None if shapflex else self.std_errors, self.feature_names,
             ax=ax, max_features=max_features,
-            xlabel="feature R$^2$ (shapFlex)" if shapflex else f"feature share of {label}",
-            title=(f"Gelman R$^2$ = {self.r2:.3f} ($\\sigma_{{unique}}$ = "
-                   f"{self.sigma_unique:.2f})" if shapflex else
-                   f"{label} = {self.r2:.3f} (unattributed {self.r2_unattributed:+.3f})"),
+            xlabel=("feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$ (R2_j)"
+                    if self.score == "r2" else "feature share of " + label + " (R2_j)"),
+            title=title,
         )
 
     def __str__(self):
@@ -153,10 +175,33 @@ class R2Decomposition:
             lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
                          f"{self.mode} SHAP values)")
             lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
+            lines += [
+                "",
+                "R2_j: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
+                "  not a Shapley decomposition of R2. share = R2_j / Gelman R2.",
+                "std.err: none (shapFlex shares are not sums over rows).",
+                "sigma_unique: residual variance added by removing each feature's SHAP term,",
+                "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
+                "  features, above 1 when correlated terms cancel).",
+            ]
         else:
             name = "model R2" if self.score == "r2" else "model D2"
             label = "" if self.score == "r2" else f"   {self.score_label}"
             lines.append(f"{name:<{width}} {self.r2:>9.4f}{label}")
+            what = "R2" if self.score == "r2" else "D2"
+            lines += [
+                "",
+                f"R2_j: the feature's exact Shapley share of the model's {what} on these "
+                f"{self.n_rows} rows;",
+                f"  share = R2_j / model {what}. A negative R2_j means the feature makes the fit",
+                "  worse on these rows.",
+                f"std.err: standard error of R2_j over the {self.n_rows} rows (rows treated as "
+                "independent).",
+                (f"unattributed: model {what} - sum; ~0 on the training rows, larger on held-out "
+                 "rows." if self.mode == "symmetric" or self.score in ("r2", "d2_brier") else
+                 f"unattributed: model {what} - sum: initial margin, tree means and the third-"
+                 "and higher-order remainder."),
+            ]
         return "\n".join(lines)
 
 
@@ -414,6 +459,8 @@ class Tweedie(_Loss):
 # --------------------------------------------------------------------------
 _PROBABILITY_AVERAGING = {"DecisionTreeClassifier", "ExtraTreeClassifier",
                           "RandomForestClassifier", "ExtraTreesClassifier"}
+_IDENTITY_TREES = {"DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor",
+                   "ExtraTreesRegressor"}
 _NO_HESSIAN = {  # losses without a (useful) second derivative, per library spelling
     "absolute_error", "quantile", "huber", "reg:absoluteerror", "reg:quantileerror",
     "reg:pseudohubererror", "l1", "regression_l1", "mae", "mean_absolute_error", "quantile",
@@ -447,6 +494,12 @@ def loss_of(ensemble):
     if name in _PROBABILITY_AVERAGING:
         classes = _classes(ensemble, n_outputs)
         return SquaredError(classes, score="d2_brier")
+    if name in _IDENTITY_TREES and objective != "squared_error":
+        raise UnsupportedModelError(
+            f"{name} was fitted with criterion {objective!r}: it predicts leaf means "
+            "without a link, so its loss is not quadratic in the trees and has no "
+            f"tree-by-tree expansion; {_ALTERNATIVES}."
+        )
     if objective == "squared_error":
         if n_outputs != 1:
             raise UnsupportedModelError(

@@ -83,6 +83,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         model, frozen = _unfrozen(estimator)
         if self.prefit or frozen:
             check_is_fitted(model)
+            self._data_covers = None  # a prefit model keeps its library's covers
             return model
         estimator = clone(estimator)
         if sample_weight is not None:
@@ -92,9 +93,40 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             key = (f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline)
                    else "sample_weight")
             fit_params = dict(fit_params, **{key: sample_weight})
-        if y is None:
-            return estimator.fit(X, **fit_params)
-        return estimator.fit(X, y, **fit_params)
+        fitted = estimator.fit(X, **fit_params) if y is None else estimator.fit(X, y, **fit_params)
+        self._record_data_covers(fitted, X, sample_weight)
+        return fitted
+
+    def _record_data_covers(self, model, X, sample_weight):
+        """Weighted covers for a model whose own covers ignore sample weights.
+
+        HistGradientBoosting stores unweighted node counts. When the selector
+        fits such a model with ``sample_weight`` it has the training rows, so
+        the ensemble it explains gets covers that are the weighted numbers of
+        training rows reaching each node (:meth:`TreeEnsemble.with_data_covers`);
+        :meth:`_tree_ensemble` returns it for that model. A prefit model keeps
+        its library's covers.
+        """
+        self._data_covers = None
+        if sample_weight is None:
+            return
+        from ._model import is_tree_model, to_ensemble
+
+        # only scikit-learn's HistGradientBoosting needs it: spare other conversions
+        if not (type(model).__module__.startswith("sklearn") and is_tree_model(model)):
+            return
+        ensemble = to_ensemble(model)
+        if ensemble.info.get("covers") == "unweighted_count":
+            self._data_covers = (model, ensemble.with_data_covers(X, sample_weight))
+
+    def _tree_ensemble(self, model):
+        """The TreeEnsemble to explain ``model`` with (see ``_record_data_covers``)."""
+        from ._model import to_ensemble
+
+        recorded = getattr(self, "_data_covers", None)
+        if recorded is not None and recorded[0] is model:
+            return recorded[1]
+        return to_ensemble(model)
 
     def _record_input(self, X):
         """n_features_in_ and feature_names_in_ as scikit-learn sets them."""
@@ -127,6 +159,16 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True
             mask &= top
         return mask
+
+    def _estimator_accepts_sparse(self):
+        """Whether the (default) estimator fits on scipy.sparse X, by its tags."""
+        from sklearn.utils import get_tags
+
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        try:
+            return bool(get_tags(_unfrozen(estimator)[0]).input_tags.sparse)
+        except Exception:  # a model outside scikit-learn's tag system
+            return False
 
     def __sklearn_tags__(self):
         from sklearn.utils import get_tags

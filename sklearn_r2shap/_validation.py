@@ -4,8 +4,78 @@ import numpy as np
 from ._model import UnsupportedModelError
 
 
-def _is_dataframe(X):
+def _is_pandas(X):
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _frame_kind(X):
+    """"pandas", "polars", "pyarrow", "interchange" (any other frame with
+    ``__dataframe__``) or None: the frame types scikit-learn reads names from."""
+    if _is_pandas(X):
+        return "pandas"
+    module = type(X).__module__.split(".")[0]
+    if module == "polars" and hasattr(X, "columns"):
+        return "polars"
+    if module == "pyarrow" and hasattr(X, "column_names"):
+        return "pyarrow"
+    if hasattr(X, "__dataframe__") and not hasattr(X, "toarray"):
+        return "interchange"
+    return None
+
+
+def _column_names(X, kind):
+    if kind == "pandas":
+        return list(X.columns)
+    if kind == "polars":
+        return list(X.columns)
+    if kind == "pyarrow":
+        return list(X.column_names)
+    return list(X.__dataframe__().column_names())
+
+
+def column_names(X):
+    """The column names of a frame (pandas, polars, pyarrow, ...), else None."""
+    kind = _frame_kind(X)
+    return None if kind is None else np.asarray(_column_names(X, kind), dtype=object)
+
+
+def _refuse_library_containers(X):
+    """XGBoost's DMatrix, LightGBM's Dataset and CatBoost's Pool hold binned or
+    library-internal data that cannot be read back row by row."""
+    module = type(X).__module__.split(".")[0]
+    name = type(X).__name__
+    if (module, name) in {("xgboost", "DMatrix"), ("xgboost", "QuantileDMatrix"),
+                          ("xgboost", "ExtMemQuantileDMatrix"), ("lightgbm", "Dataset"),
+                          ("catboost", "Pool")}:
+        raise TypeError(
+            f"X is a {module}.{name}; pass the data it was built from instead (a numpy "
+            "array, a pandas/polars/pyarrow frame or a scipy.sparse CSR/CSC matrix). For an "
+            "XGBoost Booster trained from DMatrix(..., missing=m), also pass missing=m to "
+            "sklearn_r2shap.to_ensemble."
+        )
+
+
+def _names_match(given, expected, rule):
+    """Compare the columns of a frame with the model's feature names.
+
+    ``rule == "lightgbm"``: LightGBM stores a name with every space replaced
+    by "_" (``Dataset::set_feature_names``), so the user's names are compared
+    after the same replacement.
+    """
+    if rule == "lightgbm":
+        given = [str(name).replace(" ", "_") for name in given]
+    return all(str(a) == str(b) for a, b in zip(given, expected))
+
+
+def _check_names(ensemble, names):
+    expected = ensemble.feature_names
+    if expected is None or len(names) != len(expected):
+        return
+    if not _names_match(names, expected, ensemble.info.get("feature_name_rule")):
+        raise ValueError(
+            "The feature names of X do not match those the model was fitted with: "
+            f"got {list(names)[:10]}, expected {list(expected)[:10]}."
+        )
 
 
 def check_rows(ensemble, X, *, allow_nan=None):
@@ -13,25 +83,40 @@ def check_rows(ensemble, X, *, allow_nan=None):
 
     Rows are rounded to float32 first when the model's library compares
     float32 values (``ensemble.x_float32``), so that the kernels route rows
-    exactly as the model's own ``predict`` does.
+    exactly as the model's own ``predict`` does. Entries equal to the model's
+    ``info["missing"]`` (XGBoost's ``missing`` parameter, compared on float32
+    values as XGBoost does) become NaN.
+
+    A scipy.sparse matrix is made dense here with the library's meaning of
+    an absent entry (``info["sparse_absent"]``: "missing" for XGBoost, 0
+    otherwise); callers pass it in blocks of rows (:func:`iter_row_blocks`,
+    :func:`map_row_blocks`).
 
     Parameters
     ----------
     ensemble : TreeEnsemble
-    X : array-like or pandas DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame (pandas, polars, pyarrow) or sparse matrix of
+        shape (n_rows, n_features)
     allow_nan : bool, optional
         Defaults to ``ensemble.info.get("allow_nan", True)``.
     """
-    if _is_dataframe(X):
-        names = np.asarray(X.columns, dtype=object)
-        expected = ensemble.feature_names
-        if expected is not None and len(names) == len(expected):
-            if not all(str(a) == str(b) for a, b in zip(names, expected)):
-                raise ValueError(
-                    "The feature names of X do not match those the model was fitted with: "
-                    f"got {list(names)[:10]}, expected {list(expected)[:10]}."
-                )
-        X = _frame_to_array(ensemble, X)
+    _refuse_library_containers(X)
+    kind = _frame_kind(X)
+    if kind == "interchange":  # any other frame: through pandas' interchange reader
+        from pandas.api.interchange import from_dataframe
+
+        X, kind = from_dataframe(X), "pandas"
+    if kind is not None:
+        _check_names(ensemble, _column_names(X, kind))
+    if _is_sparse(X):
+        X = _sparse_to_dense(ensemble, X)
+    # a model whose categories need its library to encode them (CatBoost strings)
+    encode = ensemble.info.get("encode_rows")
+    if encode is not None:
+        X = encode(X)
+    elif kind is not None:
+        X = (_frame_to_array(ensemble, X) if kind == "pandas"
+             else _other_frame_to_array(X, kind))
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -50,6 +135,16 @@ def check_rows(ensemble, X, *, allow_nan=None):
         )
     if np.isinf(X).any():
         raise ValueError("X contains infinity; tree splits are not defined for it.")
+    if ensemble.x_float32:
+        with np.errstate(over="ignore"):
+            X = X.astype(np.float32).astype(np.float64)
+        # scikit-learn's float32 trees refuse values float32 cannot hold
+        if ensemble.info.get("float32_overflow") == "error" and np.isinf(X).any():
+            raise ValueError(
+                "X contains a value too large for float32, which "
+                f"{ensemble.model_type}.predict refuses (it compares float32 values)."
+            )
+    X = _apply_missing(ensemble, X)
     if allow_nan is None:
         allow_nan = ensemble.info.get("allow_nan", True)
     if not allow_nan and np.isnan(X).any():
@@ -57,9 +152,140 @@ def check_rows(ensemble, X, *, allow_nan=None):
             f"X contains NaN, but {ensemble.model_type} does not accept missing values."
         )
     X = _cast_categories(ensemble, X)
-    if ensemble.x_float32:
-        X = X.astype(np.float32).astype(np.float64)
     return np.ascontiguousarray(X)
+
+
+def _apply_missing(ensemble, X):
+    """Entries equal to ``info["missing"]`` as NaN (in place).
+
+    XGBoost reads every value as float32 and drops an entry when
+    ``value == missing`` with both as float32 (its ``IsValidFunctor``), so
+    the comparison is on float32 values: with ``missing=0.1``, any float64
+    that rounds to ``float32(0.1)`` is missing.
+    """
+    missing = ensemble.info.get("missing")
+    if missing is None or np.isnan(missing):
+        return X
+    is_missing = X.astype(np.float32) == np.float32(missing)
+    if is_missing.any():
+        X = np.where(is_missing, np.nan, X)
+    return X
+
+
+def _is_sparse(X):
+    if not hasattr(X, "tocsr"):
+        return False
+    import scipy.sparse
+
+    return scipy.sparse.issparse(X)
+
+
+def _sparse_to_dense(ensemble, X):
+    """A sparse block as float64, absent entries as the library reads them."""
+    X = X.tocsr()
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D sparse matrix of rows, got {X.ndim} dimensions.")
+    try:
+        data = np.asarray(X.data, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"X must be numeric: {exc}") from None
+    absent = np.nan if ensemble.info.get("sparse_absent") == "missing" else 0.0
+    out = np.full(X.shape, absent)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    # duplicate entries of a non-canonical matrix add up, as in scipy's toarray
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+        data = np.asarray(X.data, dtype=np.float64)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    out[rows, X.indices] = data
+    return out
+
+
+def _other_frame_to_array(frame, kind):
+    """A polars, pyarrow or interchange frame of numeric columns as float64."""
+    if kind == "pyarrow":
+        columns = [column.to_numpy() for column in frame.columns]
+    else:
+        columns = [frame.get_column(name).to_numpy() for name in frame.columns]
+    out = np.empty((len(columns[0]) if columns else 0, len(columns)), dtype=np.float64)
+    names = _column_names(frame, kind)
+    for j, column in enumerate(columns):
+        try:
+            out[:, j] = np.asarray(column, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"X has a non-numeric column {names[j]!r}; {kind} frames must hold numbers "
+                f"(category columns: pass a pandas DataFrame or integer codes) ({exc})."
+            ) from None
+    return out
+
+
+def n_rows_features(X):
+    """(n_rows, n_features) of any accepted X, refusing 1-D input as check_rows does."""
+    _refuse_library_containers(X)
+    shape = np.shape(X) if hasattr(X, "shape") else np.shape(np.asarray(X, dtype=object))
+    if len(shape) == 1:
+        raise ValueError(
+            "Expected a 2D array of rows, got a 1D array; use X.reshape(1, -1) for a "
+            "single row or X.reshape(-1, 1) for a single feature."
+        )
+    if len(shape) != 2:
+        raise ValueError(f"Expected a 2D array of rows, got {len(shape)} dimensions.")
+    return int(shape[0]), int(shape[1])
+
+
+def _block_rows(n_features):
+    """Rows per dense block of a sparse X: about 4 MB of float64."""
+    return int(min(16384, max(64, (1 << 19) // max(1, n_features))))
+
+
+def iter_row_blocks(ensemble, X, block_rows):
+    """``(start, stop, rows)`` over X: ``rows`` checked (:func:`check_rows`).
+
+    A dense X is checked once and sliced; a sparse X is made dense one block
+    at a time (``min(block_rows, ...)`` rows), so memory stays bounded in rows.
+    """
+    if _is_sparse(X):
+        X = X.tocsr()
+        step = min(block_rows, _block_rows(X.shape[1]))
+        n_rows = X.shape[0]
+        for start in range(0, n_rows, step):
+            stop = min(start + step, n_rows)
+            yield start, stop, check_rows(ensemble, X[start:stop])
+        if n_rows == 0:
+            yield 0, 0, check_rows(ensemble, X)
+        return
+    X = check_rows(ensemble, X)
+    n_rows = X.shape[0]
+    for start in range(0, n_rows, block_rows):
+        yield start, min(start + block_rows, n_rows), X[start:start + block_rows]
+    if n_rows == 0:
+        yield 0, 0, X
+
+
+def map_row_blocks(function, X):
+    """``function(rows, rows_slice)`` over blocks of a sparse X, concatenated.
+
+    A dense X (or frame) is passed whole (``rows_slice`` = ``slice(None)``);
+    a scipy.sparse X in CSR blocks of rows (``function`` checks them, which
+    makes each block dense), the results -- arrays, or tuples of arrays --
+    concatenated along the first axis.
+    """
+    if not _is_sparse(X):
+        return function(X, slice(None))
+    X = X.tocsr()
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D sparse matrix of rows, got {X.ndim} dimensions.")
+    step = _block_rows(X.shape[1])
+    n_rows = X.shape[0]
+    parts = [function(X[start:start + step], slice(start, min(start + step, n_rows)))
+             for start in range(0, max(n_rows, 1), step)]
+    if len(parts) == 1:
+        return parts[0]
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate(items, axis=0) for items in zip(*parts))
+    return np.concatenate(parts, axis=0)
 
 
 def _frame_to_array(ensemble, frame):
@@ -69,18 +295,34 @@ def _frame_to_array(ensemble, frame):
     (``info["pandas_categorical"]``, one list per category column in order)
     code a category by its position among the levels seen in training.
     Unseen levels become NaN (LightGBM) or raise, as XGBoost does
-    (``info["unseen_category"] == "error"``). Other category columns must
-    hold numbers.
+    (``info["unseen_category"] == "error"``). A LightGBM model refuses a
+    frame whose number of category columns differs from training (as
+    LightGBM does: a category column passed as its integer codes would
+    shift the levels onto the next category column), and codes the category
+    columns of a model fitted without a DataFrame by the frame's own
+    categories. Other category columns must hold numbers.
     """
     import pandas as pd
 
     info = ensemble.info
     is_category = [isinstance(dtype, pd.CategoricalDtype) for dtype in frame.dtypes]
-    levels = info.get("category_levels")
-    if levels is None and info.get("pandas_categorical") is not None:
+    levels = info.get("category_levels") or {}
+    if "pandas_categorical" in info:  # LightGBM
         columns = [j for j, flag in enumerate(is_category) if flag]
-        levels = dict(zip(columns, info["pandas_categorical"]))
-    levels = levels or {}
+        trained = info["pandas_categorical"]
+        if trained is None:  # fitted without a DataFrame: the frame's own codes
+            levels = {j: list(frame.iloc[:, j].cat.categories) for j in columns}
+        elif len(columns) != len(trained):
+            # LightGBM's _data_from_pandas raises "train and valid dataset
+            # categorical_feature do not match" for such a frame.
+            raise ValueError(
+                f"X has {len(columns)} pandas 'category' columns, but {ensemble.model_type} "
+                f"was fitted on a DataFrame with {len(trained)}; LightGBM refuses such a "
+                "frame too. Pass the category columns with dtype 'category' (the categories "
+                "seen in training), not as their integer codes."
+            )
+        else:
+            levels = dict(zip(columns, trained))
     out = np.empty(frame.shape, dtype=np.float64)
     for j in range(frame.shape[1]):
         column = frame.iloc[:, j]
@@ -131,15 +373,23 @@ def _cast_categories(ensemble, X):
 
 
 def resolve_n_jobs(n_jobs):
-    """OpenMP thread count: None or -1 -> all cores, -k -> all but k-1."""
+    """OpenMP thread count: None or -1 -> all cores, -k -> all but k-1.
+
+    ``n_jobs`` must be None or a non-zero integer, as scikit-learn's
+    ``n_jobs`` (a float such as 1.5 is refused, not truncated); more threads
+    than cores are capped at the number of cores (the kernels are CPU-bound).
+    """
+    import numbers
     import os
 
     n_cpus = os.cpu_count() or 1
     if n_jobs is None:
         return n_cpus
+    if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, (bool, np.bool_)):
+        raise ValueError(f"n_jobs must be an integer or None, got {n_jobs!r}.")
     n_jobs = int(n_jobs)
     if n_jobs == 0:
         raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores.")
     if n_jobs < 0:
         return max(1, n_cpus + 1 + n_jobs)
-    return n_jobs
+    return min(n_jobs, n_cpus)

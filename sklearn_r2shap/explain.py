@@ -1,7 +1,7 @@
 """Per-row attributions of tree models: SHAP, Saabas, Banzhaf, Beta Shapley.
 
 Every function returns the attributions of the path-dependent game
-(DESIGN.md sections 1-2) as a float64 array of shape
+(documentation page "Local attributions") as a float64 array of shape
 ``(n_rows, n_features + 1)``, the last column the expected value
 ``v_x(empty)`` with the model's base value included, or
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
@@ -11,11 +11,10 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import betaln
 
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import check_rows, map_row_blocks, resolve_n_jobs
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
@@ -48,17 +47,89 @@ def _gauss_legendre(n_nodes):
 def beta_quadrature(alpha, beta, degree):
     """Nodes and weights integrating ``g(t) Beta(t; beta, alpha)`` exactly on [0, 1].
 
-    Exact for polynomials ``g`` of degree ``<= degree``: Gauss-Legendre with
-    ``ceil((degree + alpha + beta - 1) / 2)`` nodes, the Beta density
-    ``t^(beta-1) (1-t)^(alpha-1) / B(alpha, beta)`` folded into the weights
-    (TreeGrad-Shap, Algorithm 7; DESIGN.md section 2).
+    Gauss quadrature for the Beta density ``t^(beta-1) (1-t)^(alpha-1) / B(alpha, beta)``
+    as weight function (Gauss-Jacobi on [0, 1]): ``ceil((degree + 1) / 2)``
+    nodes integrate every polynomial ``g`` of degree ``<= degree`` exactly,
+    whatever ``alpha`` and ``beta`` (TreeGrad-Shap, Algorithm 7, integrates the
+    gradient of the multilinear extension against this density). The weights
+    are positive and sum to 1. ``alpha = beta = 1`` is Gauss-Legendre.
+
+    Parameters
+    ----------
+    alpha, beta : int >= 1
+    degree : int >= 0
+
+    Returns
+    -------
+    nodes, weights : ndarray of shape (ceil((degree + 1) / 2),)
+
+    Examples
+    --------
+    >>> from sklearn_r2shap.explain import beta_quadrature
+    >>> t, w = beta_quadrature(10**6, 1, 5)
+    >>> len(t), bool(np.isclose(w @ t, 1 / (10**6 + 1), rtol=1e-13))
+    (3, True)
     """
-    total_degree = degree + (alpha - 1) + (beta - 1)
-    n_nodes = max(1, math.ceil((total_degree + 1) / 2))
-    nodes, weights = _gauss_legendre(n_nodes)
-    t = (nodes + 1.0) / 2.0
-    log_density = (beta - 1) * np.log(t) + (alpha - 1) * np.log1p(-t) - betaln(alpha, beta)
-    return t, weights / 2.0 * np.exp(log_density)
+    n_nodes = max(1, math.ceil((degree + 1) / 2))
+    if alpha == 1 and beta == 1:
+        nodes, weights = _gauss_legendre(n_nodes)
+        return (nodes + 1.0) / 2.0, weights / 2.0
+    if beta > alpha:
+        # Beta(beta, alpha) is the mirror image of Beta(alpha, beta): build the
+        # rule where its nodes crowd near 0 (full relative precision) and reflect.
+        nodes, weights = _gauss_beta(int(beta), int(alpha), n_nodes)
+        return (1.0 - nodes)[::-1].copy(), weights[::-1].copy()
+    return _gauss_beta(int(alpha), int(beta), n_nodes)
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_beta(alpha, beta, n_nodes):
+    """Gauss rule of the Beta(beta, alpha) density on [0, 1] (Golub-Welsch).
+
+    The three-term recurrence of the polynomials orthonormal for the density
+    is that of the Jacobi polynomials P^(A, B), A = alpha - 1, B = beta - 1,
+    moved from [-1, 1] to [0, 1]. Its diagonal is written as a sum of
+    positive terms, so that it keeps full relative precision when alpha or
+    beta is huge and the nodes crowd near 0 or 1. The nodes (eigenvalues of
+    the tridiagonal Jacobi matrix) are polished by Newton steps on the
+    recurrence; the weights are the Christoffel numbers
+    ``1 / sum_k p_k(t)^2``, positive by construction.
+    """
+    from scipy.linalg import eigvalsh_tridiagonal
+
+    A, B = float(alpha - 1), float(beta - 1)
+    s = A + B
+    n = np.arange(n_nodes, dtype=np.float64)
+    diagonal = np.empty(n_nodes)
+    diagonal[0] = (B + 1.0) / (s + 2.0)  # the mean beta / (alpha + beta)
+    m = n[1:]
+    diagonal[1:] = (2 * m * m + 2 * m * s + 2 * m + s * (B + 1.0)) / (
+        (2 * m + s) * (2 * m + s + 2.0))
+    m = np.arange(1, n_nodes, dtype=np.float64)
+    off = np.sqrt(m * (m + A) * (m + B) * (m + s)
+                  / ((2 * m + s) ** 2 * (2 * m + s + 1.0) * (2 * m + s - 1.0)))
+    nodes = eigvalsh_tridiagonal(diagonal, off) if n_nodes > 1 else diagonal.copy()
+
+    def recurrence(t):
+        """p_0..p_{N-1} at t, and p_N and its derivative (orthonormal, p_0 = 1)."""
+        p = np.zeros((n_nodes + 1, len(t)))
+        dp = np.zeros_like(p)
+        p[0] = 1.0
+        previous, d_previous = np.zeros_like(t), np.zeros_like(t)
+        for k in range(n_nodes):
+            scale = off[k] if k < n_nodes - 1 else 1.0  # p_N up to a constant factor
+            back = off[k - 1] if k > 0 else 0.0
+            p[k + 1] = ((t - diagonal[k]) * p[k] - back * previous) / scale
+            dp[k + 1] = (p[k] + (t - diagonal[k]) * dp[k] - back * d_previous) / scale
+            previous, d_previous = p[k], dp[k]
+        return p, dp
+
+    for _ in range(3):  # Newton on p_N: eigenvalues are already close to roots
+        p, dp = recurrence(nodes)
+        nodes = nodes - p[n_nodes] / dp[n_nodes]
+    p, _ = recurrence(nodes)
+    weights = 1.0 / np.sum(p[:n_nodes] ** 2, axis=0)
+    return nodes, weights
 
 
 def _check_beta_parameter(name, value):
@@ -67,7 +138,8 @@ def _check_beta_parameter(name, value):
     return int(value)
 
 
-def _prepare(model, X):
+def _explained(model):
+    """The model's ensemble, refusing linear leaves (see piecewise.py)."""
     ensemble = to_ensemble(model)
     if ensemble.has_linear_leaves:
         from ._model import UnsupportedModelError
@@ -76,7 +148,22 @@ def _prepare(model, X):
             f"{ensemble.model_type} has linear leaves (linear_tree=True); use "
             "PiecewiseLinearExplainer to explain it."
         )
+    return ensemble
+
+
+def _prepare(model, X):
+    ensemble = _explained(model)
     return ensemble, check_rows(ensemble, X)
+
+
+def _by_blocks(function):
+    """``function(ensemble, rows, ...)`` on a model and X; a sparse X goes in
+    blocks of rows (each made dense on its own), the results concatenated."""
+    @functools.wraps(function)
+    def wrapper(model, X, *args, **kwargs):
+        ensemble = _explained(model)
+        return map_row_blocks(lambda rows, _: function(ensemble, rows, *args, **kwargs), X)
+    return wrapper
 
 
 def _with_expected_value(ensemble, contributions):
@@ -109,6 +196,7 @@ _TABLE_GROUP_ENTRIES = 1 << 23
 _FORCE_ROUTE = None
 
 
+@_by_blocks
 def _uniform_semivalues(model, X, points_weights, n_jobs):
     """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow trees and
     many rows, by the per-row quadrature kernel otherwise (same values)."""
@@ -167,7 +255,7 @@ def shap_values(model, X, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
     n_jobs : int, default=None
         Threads; None uses all cores.
@@ -198,14 +286,15 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
-    (DESIGN.md section 2): (1, 1) is Shapley, (16, 1) weights small
-    coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss-Legendre
-    quadrature of the multilinear extension's gradient, stable at any depth.
+    (documentation page "Local attributions"): (1, 1) is Shapley, (16, 1) weights small
+    coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss quadrature
+    of the multilinear extension's gradient against the Beta density, stable
+    at any depth; the cost does not depend on ``alpha`` and ``beta``.
 
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
     n_jobs : int, default=None
 
@@ -239,7 +328,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
     n_jobs : int, default=None
 
@@ -274,7 +363,7 @@ def saabas_values(model, X, *, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     n_jobs : int, default=None
 
     Returns
@@ -292,6 +381,11 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    return _saabas_values(model, X, n_jobs)
+
+
+@_by_blocks
+def _saabas_values(model, X, n_jobs):
     ensemble, X = _prepare(model, X)
     means = _predict.node_means(ensemble)
     phi = _saabas.saabas(ensemble, X, means, resolve_n_jobs(n_jobs))
@@ -311,6 +405,11 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    return _predict_raw(model, X, n_jobs)
+
+
+@_by_blocks
+def _predict_raw(model, X, n_jobs):
     ensemble, X = _prepare(model, X)
     return _predict.predict_raw(ensemble, X, resolve_n_jobs(n_jobs))
 
@@ -319,32 +418,40 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
 
     ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
-    with n = ``n_features`` players (DESIGN.md section 2); ``weights[s]``
+    with n = ``n_features`` players (page "Local attributions"); ``weights[s]``
     weighs every coalition of size s. Shapley: ``s! (n-1-s)! / n!``; weighted
     Banzhaf: ``q^s (1-q)^(n-1-s)``. The weights make a probabilistic value
     when ``sum_s C(n-1, s) weights[s] = 1``; other scalings scale the result.
 
     TreeProb (treegrad-ranker, Algorithm 4) encodes each tree's polynomials by
     their values at the M-th roots of unity, ``M = min(tree depth, n_features)``.
-    It is **less stable than the quadrature-based functions**
-    (:func:`shap_values`, :func:`banzhaf_values`, :func:`beta_shapley_values`,
-    accurate to ~1e-13 at any depth): padding every leaf's polynomial to
-    degree M multiplies rounding errors by about ``2^M / M``. Measured
-    relative errors of Shapley values (tests/test_treeprob.py, deep
-    caterpillar trees): ~2e-12 at M = 20, ~5e-9 at M = 30, ~3e-6 at M = 40,
-    ~4e-3 at M = 50 and 0.1-0.7 at M = 60, where the values are meaningless.
-    It loses about three digits per ten levels: expect errors above 1e-9
-    once trees are deeper than ~30 *in a model with at least as many
-    features*; with few features (M = n_features <= 25) it stays accurate at
-    any depth. Use it for weight vectors that are not a Beta Shapley or
-    weighted Banzhaf value, on trees of moderate depth.
+    That encoding alone is not stable: padding every leaf's polynomial to
+    degree M multiplies rounding errors by about ``2^M / M`` (measured on deep
+    caterpillar trees: relative errors ~2e-12 at M = 20, ~5e-9 at M = 30,
+    ~4e-3 at M = 50, 0.1-14 at M = 60-64). So it is used only for trees with
+    ``M <= 24``. Deeper trees go to the quadrature kernel of
+    :func:`beta_shapley_values` with a rule built for the weights:
+    ``phi_i = L(d_i F_x(t 1))`` for the linear functional L with
+    ``L(t^s (1-t)^(n-1-s)) = weights[s]``, and interpolatory quadrature on
+    ``P`` Gauss-Legendre nodes (P the most distinct features on a path)
+    reproduces L on the gradient exactly; its coefficients are computed in
+    exact rational arithmetic. This is accurate to ~1e-14 at any depth as long
+    as the rule's coefficients do not alternate wildly (their absolute sum at
+    most 1e4 times their sum; true of Shapley, Beta Shapley, Banzhaf and
+    smooth weight vectors with up to ~64 distinct features on a path: beyond
+    that the rounding of the float weights themselves, magnified about
+    ``2^P``-fold, can make even Shapley's rule alternate, while exact powers
+    of two such as the Banzhaf weights stay fine). When they do and a tree
+    needs ``M > 30`` roots, an
+    :class:`UnsupportedModelError` is raised rather than returning inaccurate
+    values; between 25 and 30 roots TreeProb is used (errors up to ~1e-8).
 
     Parameters
     ----------
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
     weights : array-like of shape (n_features,)
         Non-negative weight of a coalition of each size s = 0..n_features-1.
@@ -355,6 +462,12 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     -------
     ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
         The values, the expected value ``v_x(empty)`` last.
+
+    Raises
+    ------
+    UnsupportedModelError
+        If a tree needs more than 30 roots of unity and the quadrature rule of
+        the weights amplifies rounding errors more than 1e4-fold.
 
     See Also
     --------
@@ -377,9 +490,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     >>> bool(np.allclose(phi, shap_values(model, X[:3])))
     True
     """
-    from ._kernels import _treeprob
-
-    ensemble, X = _prepare(model, X)
+    ensemble = _explained(model)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (ensemble.n_features,):
         raise ValueError(
@@ -388,6 +499,94 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
         )
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("weights must be finite and non-negative.")
+    return _treeprob_values(ensemble, X, weights, n_jobs)
+
+
+@_by_blocks
+def _treeprob_values(model, X, weights, n_jobs):
+    from ._kernels import _treeprob
+
+    ensemble, X = _prepare(model, X)
     phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
-    _treeprob.treeprob(ensemble, X, weights, phi, resolve_n_jobs(n_jobs))
+    n_threads = resolve_n_jobs(n_jobs)
+    roots = np.minimum(_treeprob.tree_depths(ensemble), ensemble.n_features)
+    deep = roots > _TREEPROB_MAX_ROOTS
+    if np.any(deep):
+        points, rule, amplification = _semivalue_rule(weights, ensemble.n_path_features)
+        if amplification <= _RULE_MAX_AMPLIFICATION:
+            _semivalues.semivalues_uniform(ensemble, X, points, rule,
+                                           np.flatnonzero(deep).astype(np.int64), phi, n_threads)
+        elif np.any(roots > _TREEPROB_FALLBACK_ROOTS):
+            from ._model import UnsupportedModelError
+
+            raise UnsupportedModelError(
+                f"probabilistic_values cannot compute these weights accurately for "
+                f"{ensemble.model_type}: a tree is {int(roots.max())} levels deep, where "
+                "TreeProb's roots-of-unity encoding loses about 2^depth / depth in accuracy, "
+                "and the quadrature rule of these weights amplifies rounding errors by "
+                f"{amplification:.1e}. Use trees of depth <= {_TREEPROB_FALLBACK_ROOTS}, or "
+                "weights of a Beta Shapley or weighted Banzhaf value "
+                "(beta_shapley_values, banzhaf_values), which are stable at any depth."
+            )
+        else:
+            deep[:] = False
+    _treeprob.treeprob(ensemble, X, weights, phi, n_threads,
+                       trees=np.flatnonzero(~deep).astype(np.int64))
     return _with_expected_value(ensemble, phi)
+
+
+# TreeProb keeps a relative accuracy of about 1e-10 up to this many roots of
+# unity (it loses ~2^M / M; measured in tests/test_treeprob.py); deeper trees
+# go to the quadrature kernel when the weights' rule allows it.
+_TREEPROB_MAX_ROOTS = 24
+# Without a usable rule, TreeProb is still used up to here (errors <~ 1e-8).
+_TREEPROB_FALLBACK_ROOTS = 30
+# Largest sum_l |c_l| / sum_l c_l of a rule used (rounding errors ~ eps times it).
+_RULE_MAX_AMPLIFICATION = 1e4
+
+
+def _semivalue_rule(weights, n_points):
+    """Points t_l and weights c_l with ``sum_l c_l p(t_l) = L(p)`` for every
+    polynomial p of degree < ``n_points``, where L is the linear functional of
+    a semivalue: ``L(t^s (1-t)^(n-1-s)) = weights[s]``, so that
+    ``L(d_i F_x(t 1)) = phi_i`` (the identity behind TreeGrad-Shap: d_i F_x(t 1)
+    is ``sum_S t^|S| (1-t)^(n-1-|S|) (v_x(S + i) - v_x(S))``). A tree with at
+    most ``n_points`` distinct features on a path has a gradient of degree
+    < ``n_points``, so the quadrature kernel gives its values exactly.
+
+    The points are Gauss-Legendre nodes and ``c_l = L(lagrange_l)``, with the
+    Lagrange polynomials expanded in Legendre polynomials (Christoffel-Darboux,
+    ``lagrange_l = lambda_l sum_j (2j+1) P_j(x_l) P_j(x)``). ``L(P_j)`` is the
+    alternating sum ``sum_k (-1)^(j-k) C(j,k)^2 q^(j+1)_k`` of the weights
+    summed over null players (Lemma 3 of the treegrad-ranker paper), computed
+    in exact rational arithmetic: the cancellation that ruins TreeProb's
+    roots-of-unity encoding happens here once per call, on exact numbers.
+
+    Returns ``(points, c, amplification)`` with ``amplification =
+    sum |c_l| / sum c_l`` (1 for Shapley or any positive rule), the factor by
+    which the rule can magnify rounding errors.
+    """
+    from fractions import Fraction
+
+    from ._kernels import _treeprob
+
+    n_points = max(1, int(n_points))
+    # q^(P) in floating point: sums of non-negative numbers (backward stable)
+    q = [Fraction(float(v)) for v in _treeprob.reduce_weights(weights, n_points)]
+    legendre_functional = [Fraction(0)] * n_points
+    for j in range(n_points - 1, -1, -1):  # q holds q^(j+1)
+        legendre_functional[j] = sum(
+            (-1) ** (j - k) * math.comb(j, k) ** 2 * q[k] for k in range(j + 1))
+        q = [q[k] + q[k + 1] for k in range(j)]
+    x, lam = _gauss_legendre(n_points)
+    values = np.empty((n_points, n_points))  # P_j(x_l)
+    values[0] = 1.0
+    if n_points > 1:
+        values[1] = x
+    for j in range(2, n_points):
+        values[j] = ((2 * j - 1) * x * values[j - 1] - (j - 1) * values[j - 2]) / j
+    functional = np.array([float(v) for v in legendre_functional])
+    c = (lam / 2.0) * (((2 * np.arange(n_points) + 1) * functional) @ values)
+    total = float(legendre_functional[0])  # L(1)
+    amplification = float(np.sum(np.abs(c)) / total) if total > 0 else 1.0
+    return (x + 1.0) / 2.0, c, amplification

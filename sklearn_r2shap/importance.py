@@ -8,6 +8,7 @@ log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
 falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`) for
 regressors that are not trees.
 """
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -17,7 +18,7 @@ from ._kernels import _predict, _qshap
 from ._model import UnsupportedModelError, to_ensemble
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
 from ._selector import BaseTreeSelector, _unfrozen
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
 from .explain import _gauss_legendre
 
 __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
@@ -177,7 +178,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         LightGBM or CatBoost model fitted with the squared error, a
         scikit-learn tree or forest classifier, or a boosted model fitted
         with the log-loss, Poisson, Gamma or Tweedie loss.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
         Targets; class labels (as in ``model.classes_``) for classifiers.
     sample_weight : array-like of shape (n_rows,), optional
@@ -233,11 +234,12 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     """
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)
-    names = ensemble.feature_names
-    if names is None and hasattr(X, "columns"):
-        names = np.asarray(X.columns, dtype=object)
-    X = check_rows(ensemble, X)
-    n_rows, n_features = X.shape
+    # the user's column names (LightGBM stores them with spaces replaced)
+    names = column_names(X)
+    if names is None:
+        names = ensemble.feature_names
+    n_threads = resolve_n_jobs(n_jobs)
+    n_rows, n_features = n_rows_features(X)
     scale = 1.0
     if isinstance(loss, SquaredError) and loss.classes is None:
         y, weight, scale = check_target(y, n_rows, sample_weight)
@@ -252,24 +254,28 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
         raise ValueError(f"y {what} (with the given weights): "
                          f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
-    n_threads = resolve_n_jobs(n_jobs)
     tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
     base = np.asarray(work.base_value, dtype=np.float64)
-    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
     # the kernel adds every tree to one output: the games already carry the class
     single = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64))
+    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
     nodes, weights = _gauss_legendre(max(1, work.n_path_features))
     points, weights = (nodes + 1.0) / 2.0, weights / 2.0
 
+    # rows in blocks (a sparse X is made dense one block at a time)
     chunk_rows = _chunk_rows(work.n_trees)
-    starts = range(0, n_rows, chunk_rows)
+    blocks = iter_row_blocks(ensemble, X, chunk_rows)
+    first = next(blocks)
+    n_features = first[2].shape[1]
+    total_blocks = max(1, -(-n_rows // chunk_rows))
     sums = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
     mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
-    for start in _progress(starts, len(starts), verbose, "R^2 decomposition"):
-        stop = min(start + chunk_rows, n_rows)
-        leaf = _predict.leaf_values(work, X[start:stop], n_threads)
+    prediction = np.empty((n_rows, work.n_outputs))
+    for start, stop, rows in _progress(itertools.chain([first], blocks), total_blocks, verbose,
+                                       "R^2 decomposition"):
+        leaf = _predict.leaf_values(work, rows, n_threads)
         with np.errstate(all="ignore"):
             if symmetric:
                 square_coef, linear_coef = _symmetric_game(
@@ -278,8 +284,9 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
             else:
                 square_coef, linear_coef = second_order_game(
                     leaf, loss, target[start:stop], weight[start:stop], base, work.tree_output)
-        terms = _qshap.r2_terms(single, X[start:stop], square_coef, linear_coef,
-                                points, weights, n_threads)
+        terms = _qshap.r2_terms(single, rows, square_coef, linear_coef, points, weights,
+                                n_threads)
+        prediction[start:stop] = _predict.predict_raw(work, rows, n_threads)
         chunk = -terms / null_loss
         sums += chunk.sum(axis=0)
         if local is not None:
@@ -298,7 +305,6 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         count = new_count
     std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
 
-    prediction = _predict.predict_raw(work, X, n_threads)
     with np.errstate(all="ignore"):
         score = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / null_loss
     if not (np.isfinite(score) and np.all(np.isfinite(sums))):
@@ -313,7 +319,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         importances=sums, std_errors=std_errors, r2=score,
         r2_unattributed=score - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
         mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
-        score=loss.score, power=loss.power,
+        model_name=ensemble.model_type or None, score=loss.score, power=loss.power,
     )
 
 
@@ -398,10 +404,13 @@ class ShapleyR2Importance(BaseTreeSelector):
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
-        shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), how
-        much of the explained variance the features explain uniquely (mean
-        over folds with ``cv``; NaN where the model predicts no better than
-        the mean of y). None for Q-SHAP.
+        shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), the
+        residual variance added by removing each feature's SHAP term,
+        summed over features, relative to the explained variance (mean over
+        folds with ``cv``; NaN where the model predicts no better than the
+        mean of y). A ratio, not a share: it exceeds 1 when correlated
+        terms of opposite sign cancel (see :class:`R2Decomposition`). None
+        for Q-SHAP.
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
@@ -464,8 +473,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` (to its final step, as
             ``<step>__sample_weight``, for a Pipeline) and used in the
-            decomposition (class weights: e.g.
-            ``sklearn.utils.class_weight.compute_sample_weight("balanced", y)``).
+            decomposition. A HistGradientBoosting model fitted here (not
+            prefit) is explained with node covers weighted by it, as its own
+            node counts ignore the weights.
         **fit_params : dict
             Passed to the model's ``fit``.
 
@@ -486,8 +496,9 @@ class ShapleyR2Importance(BaseTreeSelector):
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
         allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        n_rows_features(X)
         checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
-                              dtype=None, ensure_min_samples=2)
+                              dtype=None, ensure_min_samples=2, accept_sparse=("csr", "csc"))
         self._record_input(X)
         if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
             X, y = checked, np.asarray(y)
@@ -553,7 +564,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         from sklearn.base import is_classifier
 
         try:
-            ensemble = to_ensemble(model)
+            ensemble = self._tree_ensemble(model)
             loss_of(ensemble)
         except UnsupportedModelError as error:
             if self.method == "qshap":
@@ -615,5 +626,6 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._estimator_accepts_sparse()
         tags.target_tags.required = True
         return tags

@@ -1,6 +1,6 @@
-"""Insertion and deletion metrics of feature rankings (DESIGN.md section 5).
+"""Insertion and deletion metrics of feature rankings (documentation page "Feature ranking").
 
-For a row ``x`` with path-dependent game ``v_x`` (DESIGN.md section 1) and a
+For a row ``x`` with path-dependent game ``v_x`` (page "Local attributions") and a
 ranking ``pi`` of its features (best first), the **insertion curve** is
 ``v_x({pi_1, ..., pi_k})`` and the **deletion curve**
 ``v_x(N \\ {pi_1, ..., pi_k})`` for ``k = 0, ..., p``: features are added to
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._kernels import _semivalues
-from ._validation import resolve_n_jobs
-from .explain import _prepare
-from .ranking import _resolve_output, _signed
+from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
+from .explain import _explained
+from .ranking import _per_row, _resolve_output, _signed, _take
 
 __all__ = ["insertion_deletion", "InsertionDeletion"]
 
@@ -170,10 +170,23 @@ def insertion_deletion(model, X, rankings, *, output=None, n_jobs=None):
     >>> bool(np.allclose(result.deletion[:, -1], y.mean()))   # v_x(empty)
     True
     """
-    ensemble, X = _prepare(model, X)
-    n_rows, n_features = X.shape
+    ensemble = _explained(model)
+    n_rows, n_features = n_rows_features(X)
     rankings = _check_rankings(rankings, n_rows, n_features)
     n_threads = resolve_n_jobs(n_jobs)
+    output = _per_row(output)
+
+    def block(rows, part):  # a sparse X goes in blocks of rows
+        rows = check_rows(ensemble, rows)
+        return _curves(ensemble, rows, rankings[part], _take(output, part), n_threads)
+
+    insertion, deletion = map_row_blocks(block, X)
+    return InsertionDeletion(insertion=insertion, deletion=deletion, rankings=rankings)
+
+
+def _curves(ensemble, X, rankings, output, n_threads):
+    """Insertion and deletion curves of the rows X (checked)."""
+    n_rows, n_features = X.shape
     kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
     # position[i, j]: where feature j comes in row i's ranking
     position = np.empty_like(rankings)
@@ -195,5 +208,4 @@ def insertion_deletion(model, X, rankings, *, output=None, n_jobs=None):
                 n_threads)
             out[start:stop] = value.reshape(stop - start, n_points)
     sign = sign[:, None]
-    return InsertionDeletion(insertion=_signed(insertion, sign), deletion=_signed(deletion, sign),
-                             rankings=rankings)
+    return _signed(insertion, sign), _signed(deletion, sign)

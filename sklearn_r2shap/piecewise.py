@@ -1,4 +1,5 @@
-"""Exact SHAP values of piecewise-linear tree ensembles (DESIGN.md section 4).
+"""Exact SHAP values of piecewise-linear tree ensembles (documentation page
+"Piecewise-linear trees").
 
 A leaf of a piecewise-linear tree predicts ``b_l + sum_k a_lk x_k`` instead
 of a constant (LightGBM ``linear_tree=True``; the three tree types of
@@ -36,7 +37,13 @@ from ._kernels import _piecewise, _semivalues
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
 from ._selector import BaseTreeSelector, _unfrozen
-from ._validation import check_rows, resolve_n_jobs
+from ._validation import (
+    check_rows,
+    iter_row_blocks,
+    map_row_blocks,
+    n_rows_features,
+    resolve_n_jobs,
+)
 from .explain import beta_quadrature
 
 __all__ = [
@@ -117,13 +124,17 @@ def _background_weight(weight, n_rows):
 def _build_game(ensemble, background, background_weight, n_threads):
     """Covers and leaf means from the background rows, then the leaf constants."""
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    B = check_rows(ensemble, background)
-    if B.shape[0] == 0:
+    n_background = n_rows_features(background)[0]
+    if n_background == 0:
         raise ValueError("background must contain at least one row.")
-    weight = _background_weight(background_weight, B.shape[0])
-    cover, complete, entry_sum = _piecewise.leaf_statistics(
-        ensemble, B, weight, start, feature,
-        _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+    weight = _background_weight(background_weight, n_background)
+    # sums over rows, so a sparse background is read one dense block at a time
+    cover = complete = entry_sum = 0.0
+    for first, last, B in iter_row_blocks(ensemble, background, n_background):
+        parts = _piecewise.leaf_statistics(
+            ensemble, B, weight[first:last], start, feature,
+            _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+        cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
     entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
     count = complete[entry_leaf]
     mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
@@ -278,7 +289,7 @@ def _game_values(game, X, n_threads):
 def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None):
     """Exact SHAP values of a piecewise-linear tree ensemble (or a constant-leaf one).
 
-    The game (DESIGN.md section 4) is TreeSHAP's path-dependent value
+    The game (documentation page "Piecewise-linear trees") is TreeSHAP's path-dependent value
     function in which, inside leaf ``l``, a linear feature ``k`` not in the
     coalition takes its leaf mean ``mu_lk``; covers and leaf means are
     computed from ``background``, the rows routed through the trees. With
@@ -296,7 +307,7 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         ``linear_tree=True``, an ensemble from :func:`piecewise_ensemble`, or
         a constant-leaf model (then the values equal :func:`shap_values`
         computed with covers counted on ``background``).
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain; NaN allowed.
     background : array-like or DataFrame of shape (n_background, n_features)
         Rows that define the covers and the leaf means. Pass the training
@@ -336,7 +347,7 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
-    return _game_values(game, X, n_threads)
+    return map_row_blocks(lambda rows, _: _game_values(game, rows, n_threads), X)
 
 
 def piecewise_predict(model, X, *, n_jobs=None):
@@ -357,9 +368,10 @@ def piecewise_predict(model, X, *, n_jobs=None):
     """
     ensemble = to_ensemble(model)
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    X = check_rows(ensemble, X)
-    return _piecewise.predict_linear(ensemble, X, start, feature, coef, fallback,
-                                     resolve_n_jobs(n_jobs))
+    n_threads = resolve_n_jobs(n_jobs)
+    return map_row_blocks(
+        lambda rows, _: _piecewise.predict_linear(ensemble, check_rows(ensemble, rows), start,
+                                                  feature, coef, fallback, n_threads), X)
 
 
 # ----------------------------------------------------------------------------
@@ -538,7 +550,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
     Fits a LightGBM model with linear leaves (``linear_tree=True``) or takes
     a fitted one, computes from the data given to ``fit`` the covers and the
-    leaf means of every linear feature (DESIGN.md section 4: pass the
+    leaf means of every linear feature (page "Piecewise-linear trees": pass the
     training data for values consistent with LightGBM's leaf values), the
     exact SHAP values of those rows, and scores each feature by its mean
     ``|SHAP|``. As a selector it keeps the features whose score reaches
@@ -710,7 +722,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
-        return _game_values(self._game, X, resolve_n_jobs(self.n_jobs))
+        n_threads = resolve_n_jobs(self.n_jobs)
+        return map_row_blocks(lambda rows, _: _game_values(self._game, rows, n_threads), X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

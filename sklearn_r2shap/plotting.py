@@ -21,7 +21,7 @@ def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", tit
     values = np.asarray(values, dtype=float)
     order = np.argsort(-values, kind="mergesort")[:max_features][::-1]
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.35 * len(order) + 1.2))
+        _, ax = plt.subplots(figsize=(6, 0.35 * len(order) + 1.2 + 0.2 * title.count("\n")))
     positions = np.arange(len(order))
     xerr = None if errors is None else np.asarray(errors, dtype=float)[order]
     colors = ["tab:blue" if v >= 0 else "tab:red" for v in values[order]]
@@ -31,5 +31,5 @@ def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", tit
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_xlabel(xlabel)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize="medium")
     return ax

@@ -1,8 +1,8 @@
 """TreeGrad-Ranker: feature rankings that optimise the joint insertion/deletion
-objective of one row (treegrad-ranker paper, Algorithms 2 and 10; DESIGN.md
-section 5).
+objective of one row (treegrad-ranker paper, Algorithms 2 and 10;
+documentation page "Feature ranking").
 
-For a row ``x`` the path-dependent game ``v_x`` (DESIGN.md section 1) has the
+For a row ``x`` the path-dependent game ``v_x`` (page "Local attributions") has the
 multilinear extension ``F(z) = E_{S ~ Bernoulli(z)} v_x(S)`` on ``[0, 1]^p``.
 :func:`multilinear_gradient` evaluates ``F`` and its gradient exactly at any
 point with TreeGrad (Algorithm 9), including points with coordinates 0 and 1.
@@ -45,8 +45,8 @@ from sklearn.utils.validation import (
 from ._kernels import _predict, _semivalues
 from ._model import UnsupportedModelError
 from ._selector import BaseTreeSelector, _unfrozen
-from ._validation import resolve_n_jobs
-from .explain import _prepare, banzhaf_values, beta_shapley_values
+from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
+from .explain import _explained, banzhaf_values, beta_shapley_values
 
 __all__ = ["multilinear_gradient", "treegrad_scores", "TreeGradRanker"]
 
@@ -125,6 +125,17 @@ def _resolve_output(ensemble, X, output, n_threads):
     if binary:
         return np.zeros(n_rows, dtype=np.int64), np.where(chosen == 1, 1.0, -1.0)
     return np.ascontiguousarray(chosen), np.ones(n_rows)
+
+
+def _per_row(output):
+    """``output`` as an array when it has one entry per row (sliced by blocks)."""
+    if output is None or np.ndim(output) == 0:
+        return output
+    return np.asarray(output)
+
+
+def _take(output, part):
+    return output if output is None or np.ndim(output) == 0 else output[part]
 
 
 def _signed(values, sign):
@@ -215,7 +226,7 @@ def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_
 def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     """Gradient and value of the multilinear extension of each row's game.
 
-    For row ``x`` with path-dependent game ``v_x`` (DESIGN.md section 1),
+    For row ``x`` with path-dependent game ``v_x`` (page "Local attributions"),
     ``F_x(z) = sum_S prod_{j in S} z_j prod_{j not in S} (1 - z_j) v_x(S)``,
     the expected value of ``v_x(S)`` when every feature joins ``S``
     independently with probability ``z_j``. Computed exactly by TreeGrad
@@ -228,7 +239,7 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
     z : array-like of shape (n_features,) or (n_rows, n_features)
         The point (the same for every row, or one per row), in ``[0, 1]``.
@@ -260,12 +271,19 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     >>> grad.shape
     (3, 10)
     """
-    ensemble, X = _prepare(model, X)
+    ensemble = _explained(model)
     n_threads = resolve_n_jobs(n_jobs)
-    Z = _check_points(z, X.shape)
-    kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
-    gradient, value = _semivalues.treegrad(ensemble, X, Z, kernel_output, n_threads)
-    return _signed(gradient, sign[:, None]), _signed(value, sign)
+    Z = _check_points(z, n_rows_features(X))
+    output = _per_row(output)
+
+    def block(rows, part):
+        rows = check_rows(ensemble, rows)
+        kernel_output, sign = _resolve_output(ensemble, rows, _take(output, part), n_threads)
+        gradient, value = _semivalues.treegrad(ensemble, rows, np.ascontiguousarray(Z[part]),
+                                               kernel_output, n_threads)
+        return _signed(gradient, sign[:, None]), _signed(value, sign)
+
+    return map_row_blocks(block, X)
 
 
 def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", output=None,
@@ -291,7 +309,7 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
     Parameters
     ----------
     model : fitted tree model
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     n_iter : int, default=100
         Number of steps T.
     step_size : float, default=5.0
@@ -324,10 +342,18 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
     True
     """
     n_iter, step_size, adam = _check_ranker_params(n_iter, step_size, optimizer)
-    ensemble, X = _prepare(model, X)
+    ensemble = _explained(model)
     n_threads = resolve_n_jobs(n_jobs)
-    kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
-    return _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_threads)
+    n_rows_features(X)
+    output = _per_row(output)
+
+    def block(rows, part):
+        rows = check_rows(ensemble, rows)
+        kernel_output, sign = _resolve_output(ensemble, rows, _take(output, part), n_threads)
+        return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
+                              n_threads)
+
+    return map_row_blocks(block, X)
 
 
 # --------------------------------------------------------------------------
@@ -497,29 +523,32 @@ class TreeGradRanker(BaseTreeSelector):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        check_array(X, ensure_all_finite="allow-nan", dtype=None)
+        n_rows_features(X)
+        check_array(X, ensure_all_finite="allow-nan", dtype=None, accept_sparse=("csr", "csc"))
         self._record_input(X)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
+            if np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be non-negative (it weighs the rows "
+                                 "in feature_importances_).")
+            if not np.sum(sample_weight) > 0:
+                raise ValueError("sample_weight must have a positive sum.")
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-        ensemble, rows = _prepare(self.estimator_, X)
+        ensemble = _explained(self.estimator_)
         _check_output_kind(ensemble, self.output)
         self._ensemble = ensemble
-        self.scores_ = self._scores(rows)
-        if sample_weight is not None and not np.sum(sample_weight) > 0:
-            raise ValueError("sample_weight must have a positive sum.")
+        self.scores_ = map_row_blocks(lambda rows, _: self._scores(check_rows(ensemble, rows)), X)
         self.feature_importances_ = np.average(np.abs(self.scores_), axis=0, weights=sample_weight)
         self.mean_scores_ = np.average(self.scores_, axis=0, weights=sample_weight)
         self._set_threshold(X)
         return self
 
-    def _rows(self, X):
-        """The fitted model's ensemble and X checked against the fit."""
+    def _check_input(self, X):
+        """X checked against the fit (names and width)."""
         check_is_fitted(self, "feature_importances_")
+        n_rows_features(X)
         _check_feature_names(self, X, reset=False)
         _check_n_features(self, X, reset=False)
-        ensemble, rows = _prepare(self._ensemble, X)
-        return ensemble, rows
 
     def _output_of_rows(self, ensemble, rows, n_threads):
         if self.class_index is not None:
@@ -549,8 +578,8 @@ class TreeGradRanker(BaseTreeSelector):
         Higher scores rank first; the explained output is chosen by
         ``output`` and ``class_index`` as in ``fit``.
         """
-        _, rows = self._rows(X)
-        return self._scores(rows)
+        self._check_input(X)
+        return map_row_blocks(lambda rows, _: self._scores(check_rows(self._ensemble, rows)), X)
 
     def rank(self, X):
         """Feature indices of every row of X, best first.
@@ -583,7 +612,12 @@ class TreeGradRanker(BaseTreeSelector):
         """
         if not isinstance(kind, str) or kind not in _VALUE_KINDS:
             raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
-        ensemble, rows = self._rows(X)
+        self._check_input(X)
+        return map_row_blocks(lambda rows, _: self._values(rows, kind, q, alpha, beta), X)
+
+    def _values(self, rows, kind, q, alpha, beta):
+        ensemble = self._ensemble
+        rows = check_rows(ensemble, rows)
         n_threads = resolve_n_jobs(self.n_jobs)
         kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
         if kind == "shapley":
@@ -600,5 +634,6 @@ class TreeGradRanker(BaseTreeSelector):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._estimator_accepts_sparse()
         tags.target_tags.required = self._needs_y()
         return tags

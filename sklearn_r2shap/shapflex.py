@@ -1,4 +1,4 @@
-"""R^2 shares of any regressor from its SHAP values (shapFlex; DESIGN.md section 3).
+"""R^2 shares of any regressor from its SHAP values (shapFlex; doc/shapflex.rst).
 
 The shapFlex method (Redell, "Shapley decomposition of R-squared in machine
 learning models") removes one feature's SHAP values from the predictions and
@@ -23,7 +23,7 @@ import numpy as np
 
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._scores import R2Decomposition, check_target
-from ._validation import check_rows
+from ._validation import column_names, n_rows_features
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
 
@@ -40,7 +40,7 @@ def _weighted_variance(values, weight):
 
 
 def shapflex_shares(phi, prediction, y, weight):
-    """The shapFlex formula (DESIGN.md section 3, the paper's equations 4-7).
+    """The shapFlex formula (doc/shapflex.rst; the paper's equations 4-7).
 
     Returns
     -------
@@ -194,8 +194,8 @@ def _linear_shap(model, X, n_features):
             f"{type(final).__name__} has {coef.shape[0]} outputs; shapFlex decomposes the "
             "R^2 of a single-output regressor."
         )
-    if preprocess is None:
-        Z = check_array(X, dtype=np.float64)
+    if preprocess is None:  # a sparse X: its absent entries are 0 for a linear model
+        Z = check_array(_dense(X), dtype=np.float64)
         owners = np.arange(n_features)
     else:
         Z = check_array(_dense(preprocess.transform(X)), dtype=np.float64,
@@ -228,7 +228,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     Parameters
     ----------
     model : fitted regressor
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     shap_values : callable, default=None
         ``shap_values(model, X)`` returning an array of shape (n_rows,
         n_features) or (n_rows, n_features + 1) (last column the expected
@@ -257,7 +257,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     """
     from sklearn.base import is_classifier
 
-    n_rows, n_features = np.shape(X)
+    n_rows, n_features = n_rows_features(X)
     if is_classifier(model):
         raise UnsupportedModelError(
             f"{type(model).__name__} is a classifier; shapFlex decomposes the R^2 of a regressor."
@@ -291,7 +291,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         else:
             from .explain import shap_values as tree_shap_values
 
-            values = tree_shap_values(ensemble, check_rows(ensemble, X), n_jobs=n_jobs)
+            values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
             source = "tree"
         return values[:, :-1], values[:, -1], source
     if _is_linear_regressor(model):
@@ -323,7 +323,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     model : fitted regressor
         Anything with ``predict``: tree models and scikit-learn linear
         regressors are explained exactly; other models need ``shap_values``.
-    X : array-like or DataFrame of shape (n_rows, n_features)
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
     shap_values : callable, default=None
         ``shap_values(model, X) -> (n_rows, n_features)`` or ``(n_rows,
@@ -361,8 +361,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     'bmi'
     """
 
-    names = np.asarray(X.columns, dtype=object) if hasattr(X, "columns") else None
-    n_rows, n_features = np.shape(X)
+    names = column_names(X)
+    n_rows, n_features = n_rows_features(X)
     y, weight, _ = check_target(y, n_rows, sample_weight)
     phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
     prediction = _checked_prediction(model, X, phi, phi_0, y, source)
@@ -373,7 +373,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
         importances=importances, std_errors=np.full(n_features, np.nan), r2=r2,
         r2_unattributed=r2 - float(importances.sum()), feature_names=names,
         mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
-        residual_variance_ratios=ratios,
+        residual_variance_ratios=ratios, model_name=type(model).__name__,
     )
 
 

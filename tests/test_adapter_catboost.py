@@ -294,13 +294,46 @@ def test_ctr_splits_raise():
         to_ensemble(model)
 
 
-@pytest.mark.parametrize("codes", [("x", "y", "z", "w", "v", "u"), (-1, -2, -3, 4, 5, 6)])
-def test_non_integer_or_negative_categories_raise(codes):
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+@pytest.mark.parametrize("codes", [("red", "green", "", "ünï", "12", "a b"),
+                                   (-1, -2, -3, 4, 5, 6), (0, 7, 1500, 21, 28, 35)])
+def test_string_negative_and_large_categories_by_their_hashes(codes, grow_policy):
+    # Not codes 0..1023: the categories are numbered by CatBoost's own hashes
+    # and rows are encoded through CatBoost (info["encode_rows"]).
     frame, y = _categorical_frame(codes)
+    model = catboost.CatBoostRegressor(iterations=5, depth=3, grow_policy=grow_policy,
+                                       cat_features=["c"], one_hot_max_size=10,
+                                       **SILENT).fit(frame, y)
+    ens = to_ensemble(model)
+    assert "encode_rows" in ens.info and np.any(ens.decision_type == DECISION_CATEGORICAL)
+    test = frame.iloc[:30].copy()
+    unseen = ["zzz", "RED", "red ", 3, 1024] if isinstance(codes[0], str) else [3, 99, -7, 1024, 8]
+    test["c"] = test["c"].astype(object)
+    test.loc[test.index[:5], "c"] = unseen
+    raw = _raw(model, test, cat_features=["c"])
+    np.testing.assert_allclose(predict_raw(model, test), raw, rtol=0, atol=1e-6)
+    phi = shap_values(model, test)
+    np.testing.assert_allclose(phi.sum(axis=1), raw[:, 0], rtol=0, atol=1e-6)
+    # an object array and a pandas category column give the same values
+    np.testing.assert_array_equal(shap_values(model, test.to_numpy(dtype=object)), phi)
+    as_category = test.astype({"c": "category"}) if isinstance(codes[0], str) else test
+    np.testing.assert_array_equal(shap_values(model, as_category), phi)
+    encoded = ens.info["encode_rows"](test.iloc[:4])
+    _assert_close_relative(phi[:4, :-1], _brute_force(ens, encoded)[:, 0])
+    if grow_policy == "SymmetricTree":
+        theirs = model.get_feature_importance(
+            data=catboost.Pool(test, cat_features=["c"]), type="ShapValues")
+        np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-5)
+
+
+def test_float_categories_are_refused_like_catboost():
+    frame, y = _categorical_frame(("x", "y", "z", "w", "v", "u"))
     model = catboost.CatBoostRegressor(iterations=3, depth=3, cat_features=["c"],
                                        one_hot_max_size=10, **SILENT).fit(frame, y)
-    with pytest.raises(UnsupportedModelError, match="one-hot splits on categories"):
-        to_ensemble(model)
+    rows = frame.iloc[:2].copy()
+    rows["c"] = [0.5, "x"]
+    with pytest.raises(ValueError, match="neither an integer nor a string"):
+        shap_values(model, rows)
 
 
 def test_text_features_and_unfitted_raise():
@@ -315,3 +348,19 @@ def test_text_features_and_unfitted_raise():
         to_ensemble(model)
     with pytest.raises(UnsupportedModelError, match="CatBoostRegressor is not fitted"):
         to_ensemble(catboost.CatBoostRegressor())
+
+
+def test_string_category_without_splits_is_a_null_player():
+    frame, y = _categorical_frame()
+    frame["s"] = "same"  # constant: CatBoost never splits on it
+    model = catboost.CatBoostRegressor(iterations=4, depth=3, cat_features=["s"],
+                                       **SILENT).fit(frame[["a", "s", "b"]], y)
+    rows = frame[["a", "s", "b"]].iloc[:20].copy()
+    rows.loc[rows.index[:3], "s"] = ["other", "x", "same"]
+    phi = shap_values(model, rows)
+    np.testing.assert_array_equal(phi[:, 1], 0.0)
+    np.testing.assert_allclose(phi.sum(axis=1), _raw(model, rows, cat_features=["s"])[:, 0],
+                               rtol=0, atol=1e-6)
+    theirs = model.get_feature_importance(data=catboost.Pool(rows, cat_features=["s"]),
+                                          type="ShapValues")
+    np.testing.assert_allclose(phi, theirs, rtol=0, atol=1e-5)

@@ -516,6 +516,8 @@ def _refused():
                                                       n_estimators=2).fit(X, t["counts"])
     yield "quantile", HistGradientBoostingRegressor(loss="quantile", quantile=0.7, max_iter=2).fit(
         X, t["counts"])
+    yield "criterion 'poisson'", DecisionTreeRegressor(criterion="poisson", max_depth=2).fit(
+        X, t["counts"])
     yield "exponential", GradientBoostingClassifier(loss="exponential", n_estimators=2).fit(
         X, t["binary"])
     xgb = pytest.importorskip("xgboost")

@@ -1,4 +1,6 @@
-"""The examples run (their quick modes), so that they stay true to the API."""
+"""The examples run (their quick modes), so that they stay true to the API, and
+have the layout the documentation's gallery (sphinx-gallery) builds from."""
+import ast
 import os
 import subprocess
 import sys
@@ -10,7 +12,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(script, *args):
-    # the checked-out package, not whichever copy is installed
+    pytest.importorskip("matplotlib")  # every example draws a figure
+    # the package of this checkout, not another installed copy
     path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
@@ -45,6 +48,31 @@ def test_ranking_insertion_deletion_quick(tmp_path):
 def test_shapflex_vs_qshap_quick():
     out = run("shapflex_vs_qshap.py", "--quick")
     assert "Gelman" in out and "LMG" in out
+
+
+def test_every_example_is_a_gallery_page_and_is_run_here():
+    """A title underlined with '=', text cells ('# %%'), a figure, and a test above."""
+    tests = Path(__file__).read_text(encoding="utf-8")
+    scripts = sorted(EXAMPLES.glob("*.py"))
+    assert scripts
+    for script in scripts:
+        source = script.read_text(encoding="utf-8")
+        lines = ast.get_docstring(ast.parse(source), clean=False).strip("\n").splitlines()
+        title, underline = lines[0], lines[1]
+        assert set(underline) == {"="} and len(underline) >= len(title), script.name
+        assert "\n# %%\n" in source, script.name
+        assert "plt.show()" in source, script.name
+        assert f'run("{script.name}"' in tests, f"{script.name} is not run by a test"
+
+
+def test_dask_local_cluster():
+    pytest.importorskip("distributed")
+    out = run("dask_local_cluster.py")
+    assert "mean |SHAP|" in out
+    line = next(line for line in out.splitlines() if "cluster and in-memory" in line)
+    assert float(line.split(":")[-1]) < 1e-10
+    line = next(line for line in out.splitlines() if "raw prediction" in line)
+    assert float(line.split(":")[-1]) < 1e-8
 
 
 def test_d2_classifiers_quick():

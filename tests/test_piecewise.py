@@ -1,4 +1,4 @@
-"""Piecewise-linear trees (DESIGN.md section 4): the kernels against subset
+"""Piecewise-linear trees (doc/piecewise.rst): the kernels against subset
 enumeration of the game, additivity against LightGBM's own predictions,
 what LightGBM and shap do on the same models, and the estimator."""
 import itertools

@@ -1,4 +1,4 @@
-"""R^2 decomposition (Q-SHAP, DESIGN.md section 3) against a brute-force reference.
+"""R^2 decomposition (Q-SHAP, doc/r2_decomposition.rst) against a brute-force reference.
 
 The reference enumerates every feature subset (p <= 5) and uses the plain-
 Python path-dependent value function of tests/reference.py, never a kernel:
@@ -210,7 +210,8 @@ def _catboost_symmetric():
     cb = pytest.importorskip("catboost")
     X, y = make_data(12)
     model = cb.CatBoostRegressor(iterations=8, depth=3, learning_rate=0.3, random_seed=0,
-                                 thread_count=1, verbose=0).fit(X, y)
+                                 thread_count=1, verbose=0,
+                                 allow_writing_files=False).fit(X, y)
     return model, X, y, None
 
 
@@ -219,7 +220,7 @@ def _catboost_depthwise():
     X, y = make_data(13)
     model = cb.CatBoostRegressor(iterations=8, depth=3, learning_rate=0.3,
                                  grow_policy="Depthwise", random_seed=0, thread_count=1,
-                                 verbose=0).fit(X, y)
+                                 verbose=0, allow_writing_files=False).fit(X, y)
     return model, X, y, None
 
 
@@ -457,7 +458,7 @@ def test_xgboost_base_score_far_from_mean():
     With base_score = 50 and y ~ N(0, 1) the first trees carry the intercept
     correction. Our R2_j plus the unattributed part add up to the model's
     R^2, and the unattributed part is exactly the constant terms of
-    DESIGN.md: the intercept term plus every tree's empty-coalition game,
+    doc/r2_decomposition.rst: the intercept term plus every tree's empty-coalition game,
         R2_0 = -(1/Q0) [ SS(y - F_0) - Q0
                          + sum_k sum_i w_i ((r^(k-1) - m_k(empty))^2 - (r^(k-1))^2) ].
     The paper's naive start F_0 = mean(y) gives feature values that are far
@@ -509,7 +510,7 @@ def _non_squared_losses():
                                   min_child_samples=5, verbose=-1, n_jobs=1).fit(X, y)
     cb = pytest.importorskip("catboost")
     yield "MAE", cb.CatBoostRegressor(loss_function="MAE", iterations=3, depth=2, verbose=0,
-                                      thread_count=1).fit(X, y)
+                                      thread_count=1, allow_writing_files=False).fit(X, y)
 
 
 def test_non_squared_losses_raise():

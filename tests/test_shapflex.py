@@ -1,4 +1,4 @@
-"""shapFlex R^2 shares (DESIGN.md section 3, "Model-agnostic variant").
+"""shapFlex R^2 shares (doc/shapflex.rst).
 
 Every check compares with ``reference_shapflex``, the formula written out
 here with numpy (sample variances, ddof=1), applied to SHAP values from a

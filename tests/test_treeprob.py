@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import reference
-from sklearn_r2shap import beta_shapley_values, shap_values, to_ensemble
+from sklearn_r2shap import UnsupportedModelError, beta_shapley_values, shap_values, to_ensemble
 from sklearn_r2shap._kernels import _treeprob
 from sklearn_r2shap._model._ensemble import TreeArrays, TreeEnsemble
 from sklearn_r2shap.explain import probabilistic_values
@@ -111,25 +111,40 @@ def spine_ensemble(depth, n_features, seed):
     return ens, X
 
 
-def errors_against_enumeration(ens, X):
-    """Largest relative error of TreeProb's and of the quadrature kernel's
-    Shapley values. Null players do not change a semivalue, so enumerating
-    the 11 features the tree splits on is the brute-force truth."""
+def treeprob_kernel(ens, X, weights):
+    """The roots-of-unity kernel alone, on every tree (no quadrature route)."""
+    out = np.zeros((X.shape[0], ens.n_outputs, ens.n_features))
+    _treeprob.treeprob(ens, np.ascontiguousarray(X, dtype=np.float64), weights, out, 1)
+    return out[:, 0, :]
+
+
+def errors_against_enumeration(ens, X, weight=reference.shapley_weight):
+    """Largest relative error of TreeProb's kernel, of probabilistic_values and
+    of the quadrature kernel (Shapley only). Null players do not change a
+    semivalue once its weights are summed over them (Lemma 3), so enumerating
+    the 11 features the tree splits on with the reduced weights is the
+    brute-force truth."""
     n = ens.n_features
-    treeprob = probabilistic_values(ens, X, weight_vector(reference.shapley_weight, n))[:, :-1]
+    w = weight_vector(weight, n)
+    reduced = _treeprob.reduce_weights(w, 11)
+    kernel = treeprob_kernel(ens, X, w)
+    public = probabilistic_values(ens, X, w)[:, :-1]
     quadrature = beta_shapley_values(ens, X, alpha=1, beta=1)[:, :-1]
-    error_treeprob = error_quadrature = 0.0
+    errors = np.zeros(3)
     for i, x in enumerate(X):
-        want = reference.semivalue(ens, x, reference.shapley_weight, features=range(11))[0]
-        error_treeprob = max(error_treeprob, relative_error(treeprob[i], want))
-        error_quadrature = max(error_quadrature, relative_error(quadrature[i], want))
-    return error_treeprob, error_quadrature
+        want = reference.semivalue(ens, x, lambda _, s: reduced[s], features=range(11))[0]
+        errors = np.maximum(errors, [relative_error(kernel[i], want),
+                                     relative_error(public[i], want),
+                                     relative_error(quadrature[i], want)])
+    return errors
 
 
-# Measured (12 rows over 6 seeds, relative error of TreeProb's Shapley values
-# on caterpillar trees, M = depth roots of unity): depth 20: 0.7-7e-12,
-# 30: 3-5e-9, 50: 3-4e-3, 60: 0.1-0.7; the quadrature kernel: < 2e-14 at
-# every depth. The bounds below leave a factor >= 10 of margin.
+# Measured (12 rows over 6 seeds, relative error of the TreeProb kernel's
+# Shapley values on caterpillar trees, M = depth roots of unity): depth 20:
+# 0.7-7e-12, 30: 3-5e-9, 50: 3-4e-3, 60: 0.1-0.7; the quadrature kernel:
+# < 2e-14 at every depth. The bounds below leave a factor >= 10 of margin.
+# probabilistic_values sends trees deeper than 24 roots to the quadrature
+# kernel with an exact rule for the weights, so it stays accurate.
 @pytest.mark.parametrize(
     "depth, treeprob_below, treeprob_above",
     [(20, 1e-10, None), (30, 1e-7, 1e-10), (50, None, 1e-4), (60, None, 1e-2)],
@@ -137,20 +152,48 @@ def errors_against_enumeration(ens, X):
 def test_where_treeprob_stops_being_accurate(depth, treeprob_below, treeprob_above):
     ens, X = spine_ensemble(depth, 64, seed=depth)
     assert ens.max_depth == depth and ens.n_path_features == 11
-    error_treeprob, error_quadrature = errors_against_enumeration(ens, X)
+    error_kernel, error_public, error_quadrature = errors_against_enumeration(ens, X)
     assert error_quadrature < 1e-9
+    assert error_public < 1e-9
     if treeprob_below is not None:
-        assert error_treeprob < treeprob_below
+        assert error_kernel < treeprob_below
     if treeprob_above is not None:
-        assert error_treeprob > treeprob_above
+        assert error_kernel > treeprob_above
+
+
+@pytest.mark.parametrize("depth", [40, 64])
+@pytest.mark.parametrize("weight", ["banzhaf-0.2", "beta-1-4", "arbitrary"])
+def test_probabilistic_values_stay_accurate_on_deep_trees(depth, weight):
+    ens, X = spine_ensemble(depth, 64, seed=depth + 1)
+    error_kernel, error_public, _ = errors_against_enumeration(ens, X, WEIGHTS[weight])
+    assert error_public < 1e-12
+    # measured kernel errors: depth 40: 4e-9 (Banzhaf 0.2), 6e-7 (Beta(1, 4));
+    # depth 64: 3e-4, 14; 3-6e-15 for the random weights at both depths
+    if depth == 64 and weight != "arbitrary":
+        assert error_kernel > 1e-5  # the roots-of-unity encoding alone is not accurate
+
+
+def test_weights_without_a_stable_rule_raise_on_deep_trees():
+    # 40 distinct features on a path and weights concentrated on one size: the
+    # exact rule's weights alternate (amplification ~4e5), TreeProb loses ~2^40.
+    rng = np.random.default_rng(0)
+    ens = TreeEnsemble.from_trees([deep_spine_tree(rng, 40, 40)], base_value=[0.0],
+                                  n_features=64)
+    spike = np.where(np.arange(64) == 31, 1.0, 0.0)
+    with pytest.raises(UnsupportedModelError, match="cannot compute these weights accurately"):
+        probabilistic_values(ens, np.zeros((1, 64)), spike)
+    # the Shapley weights have a positive rule: computed
+    shapley = weight_vector(reference.shapley_weight, 64)
+    np.testing.assert_allclose(probabilistic_values(ens, np.zeros((1, 64)), shapley),
+                               shap_values(ens, np.zeros((1, 64))), rtol=0, atol=1e-12)
 
 
 def test_few_features_keep_treeprob_accurate_at_any_depth():
     # M = min(depth, n_features) = 11 roots: no padding blow-up (the setting
     # in which the paper's Figure 2 could not show TreeProb failing).
     ens, X = spine_ensemble(60, 11, seed=3)
-    error_treeprob, error_quadrature = errors_against_enumeration(ens, X)
-    assert error_treeprob < 1e-9 and error_quadrature < 1e-9
+    errors = errors_against_enumeration(ens, X)
+    assert np.all(errors < 1e-9)
 
 
 def test_results_do_not_depend_on_n_jobs():

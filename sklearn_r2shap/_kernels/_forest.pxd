@@ -1,5 +1,5 @@
 # The flat tree-ensemble arrays seen from nogil kernels, and the one routine
-# that routes a row through a node (DESIGN.md section 1). Every kernel reads
+# that routes a row through a node (doc/local_attributions.rst). Every kernel reads
 # the ensemble through ``Forest`` and ``next_node``; none re-implements them.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.math cimport isnan, fabs

@@ -1,5 +1,6 @@
-# Shapley values of piecewise-linear trees (DESIGN.md section 4;
-# shap-piecewise-linear-trees.txt), by the TreeGrad quadrature of
+# Shapley values of piecewise-linear trees (doc/piecewise.rst; Guryanov,
+# "Efficient computation of SHAP values for piecewise-linear decision
+# trees"), by the TreeGrad quadrature of
 # _semivalues.pyx with leaf values that depend on the quadrature point.
 #
 # Leaf l predicts b_l + sum_{k in K_l} a_lk x_k, or its fallback value fb_l

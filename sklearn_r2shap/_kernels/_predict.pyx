@@ -50,7 +50,7 @@ def node_means(ens):
     """v(empty) of every subtree: the cover-weighted mean of its leaves.
 
     ``mean[k] = sum_children ratio[c] * mean[c]``, the recursion of the
-    path-dependent value function with no feature known (DESIGN.md s.1).
+    path-dependent value function with no feature known (doc/local_attributions.rst).
     Shape (n_nodes, n_values).
     """
     cdef Forest f = forest_from(ens)
@@ -64,3 +64,20 @@ def node_means(ens):
                 for w in range(f.n_values):
                     mean[p, w] += f.ratio[k] * mean[k, w]
     return np.asarray(mean)
+
+
+def apply(ens, const double[:, ::1] X, int n_threads):
+    """The leaf (global node index) each row reaches in each tree, shape
+    (n_rows, n_trees), routed by ``next_node`` exactly as ``predict_raw``."""
+    cdef Forest f = forest_from(ens)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t[:, ::1] out = np.empty((n_rows, f.n_trees), dtype=np.int64)
+    cdef Py_ssize_t i
+    cdef int64_t t, node
+    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        for t in range(f.n_trees):
+            node = f.tree_start[t]
+            while f.left[node] >= 0:
+                node = next_node(&f, node, &X[i, 0])
+            out[i, t] = node
+    return np.asarray(out)

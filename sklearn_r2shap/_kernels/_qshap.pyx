@@ -1,4 +1,4 @@
-# Shapley decomposition of R^2 (Q-SHAP; DESIGN.md section 3).
+# Shapley decomposition of R^2 (Q-SHAP; doc/r2_decomposition.rst).
 #
 # For one tree with path-dependent value v_S(x) = sum_l rho_l prod_j
 # [j in S ? X_jl : R_jl], the squared game is a sum over ordered leaf pairs
@@ -7,12 +7,13 @@
 #     (1 - t) R_j1 R_j2 + t X_j1 X_j2
 # (1 for features on neither path). Sh_j[v^2] is the integral over t of its
 # gradient, a polynomial of degree < 2 d (d = most distinct features on a
-# path): Gauss-Legendre with d nodes is exact (DESIGN.md, "Squared games by
-# quadrature"). Pairs are grouped by their lowest common ancestor w: for a
-# leaf l1 in the left subtree of w, every l2 in the right subtree B_w is
-# reached by one depth-first pass over B_w that starts from the factors the
-# pair shares above w and replaces a feature's factor when l2's path splits
-# on it again (as TreeGrad does for repeated features, Algorithm 9); the
+# path): Gauss-Legendre with d nodes is exact (doc/r2_decomposition.rst,
+# "Computation: squared games by quadrature"). Pairs are grouped by their
+# lowest common ancestor w: for a leaf l1 in the left subtree of w, every
+# l2 in the right subtree B_w is reached by one depth-first pass over B_w
+# that starts from the factors the pair shares above w and replaces a
+# feature's factor when l2's path splits on it again (as TreeGrad does for
+# repeated features, Algorithm 9); the
 # up-pass credits each edge's feature as in Lemma 2. Diagonal pairs l1 = l2
 # are a product over l1's own path. Cost O(L^2 d) per tree and row.
 #

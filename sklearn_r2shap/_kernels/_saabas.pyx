@@ -1,4 +1,4 @@
-# Saabas path contributions (xgboost ``approx_contribs``; DESIGN.md s.2):
+# Saabas path contributions (xgboost ``approx_contribs``; doc/local_attributions.rst):
 # along x's decision path, the change of the node's cover-weighted mean is
 # credited to the node's split feature.
 import numpy as np

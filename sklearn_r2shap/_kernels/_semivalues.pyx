@@ -1,4 +1,4 @@
-# Semivalues of the path-dependent game of each row (DESIGN.md s.2) through
+# Semivalues of the path-dependent game of each row (doc/local_attributions.rst) through
 # TreeGrad: the gradient of the multilinear extension
 #     F(z) = sum_leaves rho_v prod_{j on path} ((1 - z_j) R_jv + z_j X_jv)
 # (R_jv: product of the cover ratios of the path's j-edges, X_jv: 1 if x

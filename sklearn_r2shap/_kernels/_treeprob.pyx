@@ -281,15 +281,21 @@ def encoding(q):
     return points, Q, pad
 
 
-def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_threads):
+def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_threads,
+             trees=None):
     """Add the probabilistic values with weights w(0..n-1) of every row to
     ``out`` (n_rows, n_outputs, n_features), tree t encoded with
-    M_t = min(depth_t, n) roots of unity."""
+    M_t = min(depth_t, n) roots of unity; only the trees listed in ``trees``
+    (all by default)."""
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     n = ens.n_features
     depths = tree_depths(ens)
     tree_m_np = np.minimum(depths, n).astype(np.int64)
+    if trees is not None:
+        keep = np.zeros(len(tree_m_np), dtype=bool)
+        keep[np.asarray(trees, dtype=np.int64)] = True
+        tree_m_np[~keep] = 0  # skipped below
     sizes = sorted(set(int(M) for M in tree_m_np if M > 0))
     point_parts, weight_parts, pad_parts = [], [], []
     point_at, pad_at = {}, {}

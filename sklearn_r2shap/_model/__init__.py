@@ -28,7 +28,7 @@ def is_tree_model(model):
     return False
 
 
-def to_ensemble(model):
+def to_ensemble(model, *, missing=None):
     """Translate a fitted tree model into a :class:`TreeEnsemble`.
 
     Parameters
@@ -36,12 +36,38 @@ def to_ensemble(model):
     model : estimator or Booster
         A fitted scikit-learn tree model, XGBoost, LightGBM or CatBoost model,
         or a :class:`TreeEnsemble` (returned as is).
+    missing : float, optional
+        XGBoost ``Booster`` only: the value its ``DMatrix`` reads as missing
+        (``DMatrix(X, missing=...)``; default NaN). A ``Booster`` does not
+        store it; the XGBoost estimators (``XGBRegressor``, ...) do, and
+        their own ``missing`` is used. Entries equal to it (compared as
+        float32, as XGBoost does) are treated as NaN by every function that
+        is given the returned ensemble.
 
     Returns
     -------
     TreeEnsemble
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xgboost
+    >>> from sklearn_r2shap import shap_values, to_ensemble
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.integers(0, 3, size=(200, 3)).astype(float)
+    >>> y = X[:, 0] + 2 * (X[:, 1] == 0)
+    >>> booster = xgboost.train({"max_depth": 2}, xgboost.DMatrix(X, y, missing=0.0),
+    ...                         num_boost_round=5)
+    >>> ensemble = to_ensemble(booster, missing=0.0)
+    >>> phi = shap_values(ensemble, X[:3])
+    >>> own = booster.predict(xgboost.DMatrix(X[:3], missing=0.0), output_margin=True)
+    >>> bool(np.allclose(phi.sum(axis=1), own, atol=1e-5))
+    True
     """
     if isinstance(model, TreeEnsemble):
+        if missing is not None:
+            raise ValueError("missing= is read when a model is translated; pass the "
+                             "XGBoost model itself, not a TreeEnsemble.")
         return model
     module = type(model).__module__.split(".")[0]
     if module == "sklearn":
@@ -58,4 +84,11 @@ def to_ensemble(model):
             "scikit-learn tree, forest or gradient boosting model, or an XGBoost, "
             "LightGBM or CatBoost model."
         )
+    if missing is not None:
+        if module != "xgboost":
+            raise ValueError(
+                f"missing= applies to XGBoost models only; {type(model).__name__} reads NaN "
+                "as missing (LightGBM's zero_as_missing is read from the model itself)."
+            )
+        return adapter.convert(model, missing=missing)
     return adapter.convert(model)

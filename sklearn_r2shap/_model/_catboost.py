@@ -11,17 +11,25 @@ its leaf index is ``sum_i bit_i << i`` (bit i: split i's true side); it is
 expanded here into an ordinary binary tree of ``2^(d+1) - 1`` nodes with the
 last split at the root, the order in which CatBoost's own ShapValues walk it
 (the path-dependent game depends on the order). Covers are CatBoost's leaf
-weights (what its own ShapValues use, DESIGN.md section 1); an internal
+weights (what its own ShapValues use, doc/local_attributions.rst); an internal
 node's cover is the sum of its leaves' weights.
 
 A one-hot split compares a 32-bit hash of the category's string form with one
 stored hash. CatBoost exports the hashes of the categories of a pool it is
 given, so the integer codes ``k`` whose ``str(k)`` hashes to a split's value are
-found by exporting the model with a pool of candidate codes 0..65535; the
+found by exporting the model with a pool of candidate codes 0..1023; the
 node then sends those codes left (``DECISION_CATEGORICAL``). Codes outside
 that range go right, as in CatBoost unless their string happens to collide
 with the split's 32-bit hash. CatBoost rejects NaN categories; they go right.
-CTR, text and embedding splits are not represented.
+
+Categories that are not such codes (strings, negative or larger integers) are
+explained through the hashes themselves: the split hashes of categorical
+feature j, sorted, number its categories 0..K_j-1, and a node sends the
+number of its hash left. Rows to explain are then encoded by
+``info["encode_rows"]`` (:class:`_HashEncoder`): each category is hashed by
+CatBoost (the same pool export) and replaced by the number of its hash, or
+-1 (every one-hot split's false side) when no split tests it. CTR, text and
+embedding splits are not represented.
 """
 import json
 import os
@@ -32,8 +40,9 @@ import numpy as np
 from . import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
 
-# Candidate integer codes searched for one-hot categories, in growing ranges.
-_CODE_RANGES = (1 << 10, 1 << 16)
+# Candidate integer codes searched for one-hot categories; other categories
+# are numbered by their hashes (_HashEncoder).
+_CODE_RANGES = (1 << 10,)
 
 
 def convert(model):
@@ -43,8 +52,9 @@ def convert(model):
     ----------
     model : CatBoost, CatBoostRegressor, CatBoostClassifier or CatBoostRanker
         A fitted model with symmetric (oblivious), Depthwise or Lossguide trees
-        on float features and, optionally, one-hot categorical features coded
-        as non-negative integers.
+        on float features and, optionally, one-hot categorical features
+        (integers or strings; rows with strings are encoded by
+        ``info["encode_rows"]``).
 
     Returns
     -------
@@ -53,8 +63,7 @@ def convert(model):
     Raises
     ------
     UnsupportedModelError
-        For an unfitted model, text or embedding features, CTR splits, one-hot
-        splits on categories that are not integer codes in [0, 65535], or a
+        For an unfitted model, text or embedding features, CTR splits, or a
         model without leaf weights.
     """
     name = type(model).__name__
@@ -92,7 +101,7 @@ def convert(model):
             raise UnsupportedModelError(f"{name} has splits of unsupported type {kind!r}.")
     one_hot = {(s["cat_feature_index"], s["value"]) for s in splits
                if s["split_type"] == "OneHotFeature"}
-    codes = _category_codes(model, name, one_hot, n_features, info_cat)
+    codes, encoder = _category_codes(model, name, one_hot, n_features, info_cat)
 
     def node_of(split):
         """(feature, threshold, decision, categories, nan goes to the true side)."""
@@ -123,6 +132,8 @@ def convert(model):
         "loss_params": dict(params.get("loss_function", {}).get("params", {})),
         "scale": float(scale),
     }
+    if encoder is not None:
+        info["encode_rows"] = encoder
     classes = getattr(model, "classes_", None)
     if classes is not None and len(classes):
         info["classes"] = np.asarray(classes)
@@ -165,8 +176,13 @@ def _n_features(model, spec):
     """The number of input columns (flat features) the model expects."""
     flat = [f["flat_feature_index"] for group in spec["features_info"].values()
             if isinstance(group, list) for f in group if "flat_feature_index" in f]
+    # A copy of a model (pickle, copy.deepcopy, load_model) reports
+    # n_features_in_ == 0 although it predicts the same: fall back to its
+    # feature names, then to the features the export lists.
     n = getattr(model, "n_features_in_", None)
-    return int(n) if n is not None else max(flat, default=-1) + 1
+    if not n:
+        n = len(getattr(model, "feature_names_", None) or [])
+    return max(int(n), max(flat, default=-1) + 1)
 
 
 def _iter_splits(tree, oblivious):
@@ -181,34 +197,128 @@ def _iter_splits(tree, oblivious):
             stack.extend((node["left"], node["right"]))
 
 
-def _category_codes(model, name, one_hot, n_features, info_cat):
-    """``{(cat_feature_index, hash): array of codes}`` for every one-hot split.
-
-    CatBoost hashes ``str(code)``; the hashes of candidate codes come from
-    exporting the model with a pool holding them (``cat_features_hash``).
-    """
-    if not one_hot:
-        return {}
+def _category_hashes(model, n_features, cat_columns, strings):
+    """``{string: hash}``: CatBoost's 32-bit hashes of category strings, read
+    from the model's JSON export with a pool holding them."""
     from catboost import Pool
 
+    strings = list(strings)
+    if not strings or not cat_columns:
+        return {}
+    data = np.full((len(strings), n_features), 0.0, dtype=object)
+    for column in cat_columns:
+        data[:, column] = np.asarray(strings, dtype=object)
+    spec = _export_json(model, Pool(data, cat_features=list(cat_columns)))
+    return {entry["value"]: int(entry["hash"]) & 0xFFFFFFFF
+            for entry in spec["features_info"].get("cat_features_hash", [])}
+
+
+def _category_codes(model, name, one_hot, n_features, info_cat):
+    """``({(cat_feature_index, hash): array of codes}, encoder)`` for the one-hot splits.
+
+    Integer codes first: CatBoost hashes ``str(code)``, and the codes in
+    0..1023 whose hashes are split values are sent left (``encoder`` None).
+    Otherwise the categories are numbered by their hashes and rows are
+    encoded by a :class:`_HashEncoder`.
+    """
+    if not one_hot:
+        # no split tests a category: rows may still hold strings there
+        columns = sorted(f["flat_feature_index"] for f in info_cat.values())
+        return {}, (_HashEncoder(model, n_features, columns, {}) if columns else None)
     wanted = {value & 0xFFFFFFFF for _, value in one_hot}
     cat_columns = [f["flat_feature_index"] for f in info_cat.values()]
     for n_codes in _CODE_RANGES:
-        data = np.full((n_codes, n_features), 0.0, dtype=object)
-        strings = np.array([str(k) for k in range(n_codes)], dtype=object)
-        for column in cat_columns:
-            data[:, column] = strings
-        spec = _export_json(model, Pool(data, cat_features=cat_columns))
+        hashes = _category_hashes(model, n_features, cat_columns,
+                                  [str(k) for k in range(n_codes)])
         by_hash = {}
-        for entry in spec["features_info"].get("cat_features_hash", []):
-            if entry["hash"] in wanted:
-                by_hash.setdefault(entry["hash"], []).append(int(entry["value"]))
+        for value, h in hashes.items():
+            if h in wanted:
+                by_hash.setdefault(h, []).append(int(value))
         if wanted <= by_hash.keys():
-            return {key: np.unique(by_hash[key[1] & 0xFFFFFFFF]) for key in one_hot}
-    raise UnsupportedModelError(
-        f"{name} has one-hot splits on categories that are not non-negative integer "
-        f"codes below {_CODE_RANGES[-1]}; encode categorical columns as such codes."
-    )
+            codes = {key: np.unique(by_hash[key[1] & 0xFFFFFFFF]) for key in one_hot}
+            return codes, None
+    # Strings or negative integers: number each feature's split hashes.
+    flat = {index: f["flat_feature_index"] for index, f in info_cat.items()}
+    split_hashes = {}
+    for index, value in one_hot:
+        split_hashes.setdefault(flat[index], set()).add(value & 0xFFFFFFFF)
+    ordered = {column: np.array(sorted(values), dtype=np.int64)
+               for column, values in split_hashes.items()}
+    codes = {
+        (index, value): np.searchsorted(ordered[flat[index]], value & 0xFFFFFFFF)[None]
+        for index, value in one_hot
+    }
+    return codes, _HashEncoder(model, n_features, sorted(flat.values()), ordered)
+
+
+class _HashEncoder:
+    """Rows with CatBoost categories (strings or integers) as float64 codes.
+
+    The code of a category in column j is the position of its CatBoost hash
+    among the split hashes of column j (``hashes[j]``, sorted), or -1 when no
+    one-hot split tests it. Integers are hashed as ``str(int)``, as CatBoost
+    does; NaN stays NaN. Other columns are read as numbers.
+    """
+
+    def __init__(self, model, n_features, cat_columns, hashes):
+        self.model = model
+        self.n_features = int(n_features)
+        self.cat_columns = list(cat_columns)
+        self.hashes = dict(hashes)
+
+    def __call__(self, X):
+        import pandas as pd
+
+        frame = X if hasattr(X, "iloc") and hasattr(X, "columns") else pd.DataFrame(
+            np.asarray(X, dtype=object))
+        if frame.ndim != 2 or frame.shape[1] != self.n_features:
+            return X  # check_rows reports the shape
+        out = np.empty(frame.shape, dtype=np.float64)
+        categories = {}
+        for j in range(self.n_features):
+            column = frame.iloc[:, j]
+            if j not in self.cat_columns:
+                try:
+                    out[:, j] = column.to_numpy(dtype=np.float64, na_value=np.nan)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(f"X has a non-numeric column {j} ({exc}).") from None
+                continue
+            categories[j] = [self._category_string(v, j) for v in column.astype(object)]
+        strings = sorted({s for j, values in categories.items() if j in self.hashes
+                          for s in values if s is not None})
+        hashes = _category_hashes(self.model, self.n_features, self.cat_columns, strings)
+        for j, values in categories.items():
+            known = self.hashes.get(j, np.zeros(0, dtype=np.int64))
+            for i, s in enumerate(values):
+                if s is None:
+                    out[i, j] = np.nan
+                    continue
+                if not len(known):  # no split tests this feature
+                    out[i, j] = -1.0
+                    continue
+                h = hashes[s]
+                k = np.searchsorted(known, h)
+                out[i, j] = float(k) if k < len(known) and known[k] == h else -1.0
+        return out
+
+    @staticmethod
+    def _category_string(value, column):
+        """The string CatBoost hashes for a category value (None for missing)."""
+        if isinstance(value, (str, bytes)):
+            return value.decode("utf-8") if isinstance(value, bytes) else value
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return None
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"Column {column}: boolean category {value!r}; CatBoost "
+                             "takes categories as integers or strings.")
+        if isinstance(value, (int, np.integer)):
+            return str(int(value))
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return str(int(value))
+        raise ValueError(
+            f"Column {column}: category {value!r} is neither an integer nor a string; "
+            "CatBoost takes categories as integers or strings."
+        )
 
 
 def _child_arrays(n_nodes):

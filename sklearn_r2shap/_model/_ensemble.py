@@ -5,7 +5,7 @@ Adapters (one module per library) translate a fitted model into a list of
 flat node arrays, renumbers each tree in depth-first preorder (a parent comes
 before its children, and every subtree is a contiguous range starting at its
 root, with the left subtree first: the kernels rely on both) and derives the
-row-independent quantities of the path-dependent game (DESIGN.md section 1):
+row-independent quantities of the path-dependent game (doc/local_attributions.rst):
 
 * ``cover_ratio[k] = c_k / c_parent(k)``, the fraction of the parent's cover
   that reaches ``k`` (1 for a root);
@@ -217,6 +217,19 @@ class TreeEnsemble:
         decision[leaf] = DECISION_LEQ
         value = np.ascontiguousarray(np.concatenate(parts["value"]))
         value[leaf == False] = 0.0  # noqa: E712  (the kernels sum value * weight over all nodes)
+        bad_leaf = np.flatnonzero(~np.all(np.isfinite(value), axis=1))
+        if len(bad_leaf):
+            # v_x(S) weighs every leaf by a cover ratio, so one infinite or NaN
+            # leaf (e.g. a zero-weight node of a model fitted with negative
+            # sample weights) would make every row's values NaN.
+            k = int(bad_leaf[0])
+            t = int(np.searchsorted(np.asarray(tree_start), k, side="right")) - 1
+            raise ValueError(
+                f"{model_type}: tree {t} has {len(bad_leaf)} leaf value(s) that are not "
+                f"finite (first: {value[k].tolist()}); such a model predicts inf or NaN "
+                "and cannot be explained. This happens when a node's total sample weight "
+                "is zero or negative, e.g. with negative sample_weight."
+            )
 
         # Category sets as uint32 bitsets, one run of words per categorical node.
         cat_start = np.zeros(len(feature), dtype=np.int64)
@@ -245,13 +258,7 @@ class TreeEnsemble:
         internal = np.flatnonzero(~leaf)
         parent[left[internal]] = internal
         parent[right[internal]] = internal
-        cover_ratio = np.ones(len(feature))
-        has_parent = parent >= 0
-        parent_cover = cover[parent[has_parent]]
-        # A parent with zero cover splits its (zero) mass evenly: v_x stays finite.
-        cover_ratio[has_parent] = np.where(
-            parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5
-        )
+        cover_ratio = _cover_ratio(cover, parent)
         prev_same, n_path_features, max_depth = _path_structure(parent, feature)
 
         linear = {}
@@ -293,6 +300,74 @@ class TreeEnsemble:
             info=dict(info or {}),
             **linear,
         )
+
+    def with_data_covers(self, X, sample_weight=None, *, n_jobs=None):
+        """A copy whose covers are the (weighted) numbers of rows of ``X`` reaching each node.
+
+        The path-dependent game weighs the children of a node by their covers
+        (the cover ratios). Libraries store covers from training: a sample
+        weight sum, a hessian sum or an unweighted count. A model whose
+        stored covers ignore sample weights (scikit-learn's
+        HistGradientBoosting keeps unweighted counts) can be given the
+        weighted covers of its training rows here, so that a row of weight 2
+        counts like two copies of the row.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_rows, n_features)
+            Rows routed as ``predict`` routes them (checked like rows to explain).
+        sample_weight : array-like of shape (n_rows,), default=None
+            Non-negative, finite weights; None weighs every row 1.
+        n_jobs : int, default=None
+            Threads; None uses all cores.
+
+        Returns
+        -------
+        TreeEnsemble
+            The same trees and values; ``cover`` and ``cover_ratio`` replaced.
+            A node no row (of positive weight) reaches gets cover 0 and splits
+            its parent's weight evenly with its sibling if that is 0 too.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.tree import DecisionTreeRegressor
+        >>> from sklearn_r2shap import to_ensemble
+        >>> X = np.arange(8.0).reshape(-1, 1)
+        >>> tree = DecisionTreeRegressor(max_depth=1).fit(X, X[:, 0])
+        >>> weights = np.array([3.0, 1, 1, 1, 1, 1, 1, 1])
+        >>> to_ensemble(tree).with_data_covers(X, weights).cover.tolist()
+        [10.0, 6.0, 4.0]
+        """
+        import dataclasses
+
+        from .._kernels import _predict
+        from .._validation import check_rows, resolve_n_jobs
+
+        X = check_rows(self, X)
+        n_rows = X.shape[0]
+        if sample_weight is None:
+            weight = np.ones(n_rows)
+        else:
+            weight = np.asarray(sample_weight, dtype=np.float64)
+            if weight.shape != (n_rows,):
+                raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
+            if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+                raise ValueError("sample_weight must be finite and non-negative.")
+        leaves = _predict.apply(self, X, resolve_n_jobs(n_jobs))
+        cover = np.bincount(leaves.ravel(), weights=np.repeat(weight, self.n_trees),
+                            minlength=self.n_nodes).astype(np.float64)
+        # Children come after their parents (preorder): add bottom-up by depth.
+        depth = np.zeros(self.n_nodes, dtype=np.int64)
+        has_parent = np.flatnonzero(self.parent >= 0)
+        for _ in range(self.max_depth):
+            depth[has_parent] = depth[self.parent[has_parent]] + 1
+        for level in range(int(depth.max(initial=0)), 0, -1):
+            nodes = np.flatnonzero(depth == level)
+            np.add.at(cover, self.parent[nodes], cover[nodes])
+        info = dict(self.info, covers="data")
+        return dataclasses.replace(self, cover=cover, cover_ratio=_cover_ratio(cover, self.parent),
+                                   info=info)
 
     def tree_nodes(self, t):
         """Global node indices of tree ``t``."""
@@ -346,6 +421,18 @@ class TreeEnsemble:
             tree_output=np.tile(outputs, n_trees).astype(np.int64),
             info=dict(self.info),
         )
+
+
+def _cover_ratio(cover, parent):
+    """``c_k / c_parent(k)`` (1 for a root)."""
+    cover_ratio = np.ones(len(cover))
+    has_parent = parent >= 0
+    parent_cover = cover[parent[has_parent]]
+    # A parent with zero cover splits its (zero) mass evenly: v_x stays finite.
+    cover_ratio[has_parent] = np.where(
+        parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5
+    )
+    return cover_ratio
 
 
 def _preorder(children_left, children_right):

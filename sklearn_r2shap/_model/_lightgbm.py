@@ -106,9 +106,7 @@ def convert(model):
         for k, t in enumerate(tree_info)
     ]
     objective_string = dump.get("objective")
-    objective = "custom" if objective_string is None else objective_string.split()[0]
-    if objective in _SQUARED_ERROR:
-        objective = "squared_error"
+    objective = _objective(objective_string)
     if objective == "tweedie":  # not in the objective string; 1.5 is LightGBM's default
         info["tweedie_variance_power"] = float(booster.params.get("tweedie_variance_power", 1.5))
     info.update(
@@ -122,6 +120,8 @@ def convert(model):
         }),
         pandas_categorical=dump.get("pandas_categorical"),
         category_cast="truncate",
+        # LightGBM stores feature names with spaces replaced by "_"
+        feature_name_rule="lightgbm",
     )
     return TreeEnsemble.from_trees(
         trees,
@@ -134,6 +134,23 @@ def convert(model):
         feature_names=feature_names,
         info=info,
     )
+
+
+def _objective(objective_string):
+    """The ensemble's ``objective`` from LightGBM's objective string.
+
+    ``"squared_error"`` only when ``predict`` returns the raw sum of the trees
+    on the squared-error scale. ``reg_sqrt=True`` (printed ``"regression
+    sqrt"``) fits the trees to ``sign(y) sqrt(|y|)`` and ``predict`` squares
+    the raw score back (``RegressionL2loss::ConvertOutput``): the raw score is
+    not the prediction, so it is reported as ``"regression_sqrt"``.
+    """
+    if objective_string is None:
+        return "custom"
+    tokens = objective_string.split()
+    if tokens[0] in _SQUARED_ERROR:
+        return "regression_sqrt" if "sqrt" in tokens[1:] else "squared_error"
+    return tokens[0]
 
 
 def _convert_tree(root, output, scale, model_type):

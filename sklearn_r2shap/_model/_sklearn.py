@@ -4,13 +4,16 @@
 ``sklearn.tree.Tree`` objects: a row goes left when
 ``float32(x) <= threshold`` (float64 threshold, hence ``x_float32=True``), NaN
 follows ``missing_go_to_left``, and the cover is ``weighted_n_node_samples``
-(what shap's TreeExplainer and sklearn's partial dependence use; DESIGN.md
-section 1). Raw outputs: ``predict`` for regressors, ``predict_proba`` for tree
-and forest classifiers (one value per class in every leaf), the margin
-``decision_function`` for gradient boosting.
+(what shap's TreeExplainer and sklearn's partial dependence use;
+doc/local_attributions.rst). Raw outputs: ``predict`` for regressors,
+``predict_proba`` for tree and forest classifiers (one value per class in
+every leaf), the margin ``decision_function`` for gradient boosting.
 
 ``HistGradientBoosting*`` predictors compare float64 values with
-``num_threshold`` and use the node ``count`` as cover. Their leaf values
+``num_threshold`` and use the node ``count`` as cover; that count ignores
+``sample_weight`` (``info["covers"] == "unweighted_count"``), and
+:meth:`TreeEnsemble.with_data_covers` replaces it by the weighted count of
+the training rows when they are known. Their leaf values
 already include the learning rate (``TreeGrower._apply_shrinkage``). With
 categorical features the model first re-encodes X by an ``OrdinalEncoder``
 inside a ``ColumnTransformer`` that moves categorical columns first; split
@@ -147,6 +150,7 @@ def _convert_forest(model):
         # Forests validate X with the tags of their first tree.
         "allow_nan": _allow_nan(estimators[0]),
         "n_trees_total": len(trees),
+        "float32_overflow": "error",  # predict validates X as float32
     }
     if is_classifier(model):
         info["classes"] = model.classes_
@@ -195,6 +199,7 @@ def _convert_gradient_boosting(model):
     info = {
         "allow_nan": _allow_nan(model),
         "n_trees_total": len(trees),
+        "float32_overflow": "error",
         "n_estimators": n_stages,
         "learning_rate": learning_rate,
     }
@@ -309,6 +314,8 @@ def _convert_hist_gradient_boosting(model):
         "categorical_features": [int(column[j]) for j, c in enumerate(categories)
                                  if c is not None],
         "category_cast": "integer",
+        # node counts ignore sample_weight (TreeEnsemble.with_data_covers)
+        "covers": "unweighted_count",
     }
     if hasattr(model, "classes_"):
         info["classes"] = model.classes_

@@ -5,7 +5,7 @@ which holds every number XGBoost predicts with: per tree ``left_children``,
 ``right_children``, ``split_indices``, ``split_conditions`` (the float32
 threshold of an internal node, the leaf value -- learning rate included -- of
 a leaf), ``default_left``, ``split_type`` with the category sets, and
-``sum_hessian``, the cover XGBoost's own TreeSHAP uses (DESIGN.md section 1).
+``sum_hessian``, the cover XGBoost's own TreeSHAP uses (doc/local_attributions.rst).
 """
 import json
 
@@ -27,7 +27,7 @@ _IDENTITY_OBJECTIVES = {
 }
 
 
-def convert(model):
+def convert(model, missing=None):
     """Translate a fitted XGBoost model into a :class:`TreeEnsemble`.
 
     Uses exactly the trees the model's default ``predict`` uses: the
@@ -41,6 +41,11 @@ def convert(model):
     ----------
     model : xgboost.XGBModel or xgboost.Booster
         A fitted model with the ``gbtree`` or ``dart`` booster.
+    missing : float, optional
+        The value XGBoost reads as missing, kept in ``info["missing"]``. An
+        ``XGBModel`` uses its own ``missing`` parameter (its ``predict``
+        does); a ``Booster`` does not store it, so pass the ``missing`` of
+        the ``DMatrix`` its predictions are made from (default NaN).
 
     Returns
     -------
@@ -59,11 +64,20 @@ def convert(model):
     import xgboost
 
     model_type = type(model).__name__
-    info = {"allow_nan": True}
+    # An absent entry of a sparse matrix is missing in a DMatrix.
+    info = {"allow_nan": True, "sparse_absent": "missing"}
     if isinstance(model, xgboost.Booster):
         booster = model
         n_rounds = None  # Booster.predict: iteration_range=(0, 0) = all trees
+        info["missing"] = _check_missing(np.nan if missing is None else missing, model_type)
     elif isinstance(model, xgboost.XGBModel):
+        own = _check_missing(np.nan if model.missing is None else model.missing, model_type)
+        if missing is not None and not _same_missing(missing, own):
+            raise ValueError(
+                f"{model_type} has missing={own!r}, which its predict uses; to explain it with "
+                f"missing={missing!r}, set the estimator's missing parameter and refit."
+            )
+        info["missing"] = own
         booster = model.get_booster()
         try:
             n_rounds = model.best_iteration + 1
@@ -148,6 +162,19 @@ def convert(model):
         feature_names=names,
         info=info,
     )
+
+
+def _check_missing(missing, model_type):
+    try:
+        missing = float(missing)
+    except (TypeError, ValueError):
+        raise ValueError(f"{model_type}: missing must be a number, got {missing!r}.") from None
+    return missing
+
+
+def _same_missing(a, b):
+    a, b = np.float32(a), np.float32(b)
+    return bool(a == b or (np.isnan(a) and np.isnan(b)))
 
 
 def _training_categories(forest):
