@@ -24,6 +24,9 @@ def expected_failures(estimator):
             "(HistGradientBoostingClassifier: node counts ignore weights; "
             "RandomForestClassifier: bootstrap samples rows, not weights)."
         ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "as on dense data: RandomForestClassifier's bootstrap samples rows, not weights."
+        ),
     }
 
 
