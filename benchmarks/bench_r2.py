@@ -77,7 +77,7 @@ def leaves_per_tree(model):
 def ours(model, X, y, threads):
     from sklearn_r2shap import r2_decomposition
 
-    return r2_decomposition(model, X, y, n_jobs=threads).importances
+    return r2_decomposition(model, X, y, n_jobs=threads, algorithm="exact").importances
 
 
 def run_qshap(model, X, y, n_proc):

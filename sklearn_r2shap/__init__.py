@@ -1,6 +1,7 @@
 """sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
 from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
 from . import metrics
+from ._cost import CostEstimate, SampledAlgorithmWarning, estimate_cost
 from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
 from .piecewise import (
     PiecewiseLinearExplainer,
@@ -36,6 +37,9 @@ __all__ = [
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
+    "estimate_cost",
+    "CostEstimate",
+    "SampledAlgorithmWarning",
     "shapflex_decomposition",
     "TreeGradRanker",
     "multilinear_gradient",

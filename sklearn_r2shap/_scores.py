@@ -78,6 +78,17 @@ class R2Decomposition:
         shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
     model_name : str or None
         The class name of the decomposed model (plot titles).
+    algorithm : {"exact", "sampled"}
+        Q-SHAP: "exact" values, or the "sampled" (unbiased Monte Carlo)
+        estimate, whose ``std_errors`` include the Monte Carlo noise.
+        "exact" for shapFlex (no sampling).
+    mc_std_errors : ndarray of shape (n_features,) or None
+        Sampled algorithm: the Monte Carlo part of the error alone,
+        ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
+        with ``n_permutations=1``); None for exact values.
+    n_rows_sampled : int or None
+        With ``max_samples``: the rows decomposed (``importances`` estimate
+        the R2_j of all ``n_rows``); None when every row was used.
     score : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
         Which score ``r2`` is (and ``importances`` split): R^2, or the D^2
         of the Brier score (probability-averaging classifiers), of the
@@ -99,6 +110,9 @@ class R2Decomposition:
     sigma_unique: Optional[float] = None
     residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
     model_name: Optional[str] = None
+    algorithm: str = "exact"
+    mc_std_errors: Optional[np.ndarray] = field(default=None, repr=False)
+    n_rows_sampled: Optional[int] = None
     score: str = "r2"
     power: Optional[float] = None
 
@@ -188,6 +202,10 @@ class R2Decomposition:
             name = "model R2" if self.score == "r2" else "model D2"
             label = "" if self.score == "r2" else f"   {self.score_label}"
             lines.append(f"{name:<{width}} {self.r2:>9.4f}{label}")
+            if self.algorithm == "sampled" or self.n_rows_sampled is not None:
+                rows = ("" if self.n_rows_sampled is None else
+                        f", {self.n_rows_sampled} of {self.n_rows} rows")
+                lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
             what = "R2" if self.score == "r2" else "D2"
             lines += [
                 "",

@@ -240,28 +240,27 @@ def _block_rows(n_features):
     return int(min(16384, max(64, (1 << 19) // max(1, n_features))))
 
 
-def iter_row_blocks(ensemble, X, block_rows):
-    """``(start, stop, rows)`` over X: ``rows`` checked (:func:`check_rows`).
+def iter_row_blocks(ensemble, X, block_rows, rows=None):
+    """``(start, stop, block)`` over X: ``block`` checked (:func:`check_rows`).
 
     A dense X is checked once and sliced; a sparse X is made dense one block
     at a time (``min(block_rows, ...)`` rows), so memory stays bounded in rows.
+    With ``rows`` (indices), the blocks are ``X[rows[start:stop]]``.
     """
-    if _is_sparse(X):
+    sparse = _is_sparse(X)
+    if sparse:
         X = X.tocsr()
-        step = min(block_rows, _block_rows(X.shape[1]))
-        n_rows = X.shape[0]
-        for start in range(0, n_rows, step):
-            stop = min(start + step, n_rows)
-            yield start, stop, check_rows(ensemble, X[start:stop])
-        if n_rows == 0:
-            yield 0, 0, check_rows(ensemble, X)
-        return
-    X = check_rows(ensemble, X)
-    n_rows = X.shape[0]
+        block_rows = min(block_rows, _block_rows(X.shape[1]))
+    else:
+        X = check_rows(ensemble, X)
+    n_rows = X.shape[0] if rows is None else len(rows)
     for start in range(0, n_rows, block_rows):
-        yield start, min(start + block_rows, n_rows), X[start:start + block_rows]
+        stop = min(start + block_rows, n_rows)
+        block = X[start:stop] if rows is None else X[rows[start:stop]]
+        yield start, stop, (check_rows(ensemble, block) if sparse
+                            else np.ascontiguousarray(block))
     if n_rows == 0:
-        yield 0, 0, X
+        yield 0, 0, check_rows(ensemble, X[:0]) if sparse else X
 
 
 def map_row_blocks(function, X):

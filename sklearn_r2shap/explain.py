@@ -5,13 +5,16 @@ Every function returns the attributions of the path-dependent game
 ``(n_rows, n_features + 1)``, the last column the expected value
 ``v_x(empty)`` with the model's base value included, or
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
-(multiclass). Values are in the model's raw (margin) space.
+(multiclass). Values are in the model's raw (margin) space. A dask array or
+dask DataFrame of rows gives a lazy dask array of the same row blocks
+(``_dask.py``).
 """
 import functools
 import math
 
 import numpy as np
 
+from . import _dask
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, map_row_blocks, resolve_n_jobs
@@ -255,7 +258,7 @@ def shap_values(model, X, *, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
     n_jobs : int, default=None
         Threads; None uses all cores.
@@ -279,6 +282,8 @@ def shap_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.explain(shap_values, model, X, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs)
 
 
@@ -294,7 +299,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
     n_jobs : int, default=None
 
@@ -315,6 +320,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
+    if _dask.is_dask_collection(X):
+        return _dask.explain(beta_shapley_values, model, X, n_jobs=n_jobs, alpha=alpha, beta=beta)
     return _uniform_semivalues(
         model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1), n_jobs
     )
@@ -328,7 +335,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
     n_jobs : int, default=None
 
@@ -351,6 +358,8 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    if _dask.is_dask_collection(X):
+        return _dask.explain(banzhaf_values, model, X, n_jobs=n_jobs, q=q)
     return _uniform_semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs)
 
 
@@ -363,7 +372,7 @@ def saabas_values(model, X, *, n_jobs=None):
     Parameters
     ----------
     model : fitted tree model
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     n_jobs : int, default=None
 
     Returns
@@ -381,6 +390,8 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.explain(saabas_values, model, X, n_jobs=n_jobs)
     return _saabas_values(model, X, n_jobs)
 
 
@@ -405,6 +416,8 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    if _dask.is_dask_collection(X):
+        return _dask.predict(predict_raw, model, X, n_jobs=n_jobs)
     return _predict_raw(model, X, n_jobs)
 
 

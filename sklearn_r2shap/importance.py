@@ -8,18 +8,21 @@ log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
 falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`) for
 regressors that are not trees.
 """
-import itertools
+import numbers
+import warnings
 from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._kernels import _predict, _qshap
+from ._cost import DEFAULT_EXACT_BUDGET, Progress, choose_algorithm, ensemble_cost
+from ._cost import check_n_permutations, chunk_rows_for
+from ._kernels import _predict, _qshap_sampled
 from ._model import UnsupportedModelError, to_ensemble
+from ._r2_terms import R2Terms
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
 from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
-from .explain import _gauss_legendre
 
 __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
 
@@ -131,31 +134,19 @@ def _symmetric_game(leaf, target, weight, base, tree_mean, tree_output):
     return square, linear
 
 
-def _progress(iterable, total, verbose, desc):
-    if not verbose:
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        def report(items):
-            for k, item in enumerate(items):
-                print(f"{desc}: chunk {k + 1}/{total}", flush=True)
-                yield item
-        return report(iterable)
-    return tqdm(iterable, total=total, desc=desc)
-
-
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
-                     verbose=0):
-    """Exact Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
+                     verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                     n_permutations=2, max_samples=None, random_state=None):
+    """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
-    Regressors fitted with the squared error: for a single tree,
-    R2_j = -(1/Q0) sum_i w_i Sh_j[S -> (y_i - v_S(x_i))^2] with v_S the
-    path-dependent value function and Q0 = sum_i w_i (y_i - ybar)^2; boosted
-    ensembles are decomposed tree by tree against the residuals of the trees
-    before (starting from the model's own initial prediction, with exactly
-    the trees the model predicts with); averaging ensembles (random forests)
-    use the order-free symmetric decomposition.
+    For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
+    with v_S the path-dependent value function and Q0 = sum_i (y_i - ybar)^2;
+    boosted ensembles are decomposed tree by tree against the residuals of
+    the trees before (starting from the model's own initial prediction, with
+    exactly the trees the model predicts with); averaging ensembles (random
+    forests) use the order-free symmetric decomposition. The definitions
+    and derivations are on the documentation page "Shapley decomposition
+    of R^2".
 
     Classifiers and models with a link split D^2 = 1 - L(model) / L0
     (documentation page "D^2 decomposition"):
@@ -170,6 +161,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
       R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
       remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
       ``"d2_tweedie"``).
+
+    The exact algorithm costs, per row and tree, about the square of the
+    number of leaves. For models where that is out of reach (deep forests),
+    the sampled algorithm estimates the same R2_j without bias by random
+    feature orders; its standard errors include the Monte Carlo noise.
 
     Parameters
     ----------
@@ -188,7 +184,31 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     n_jobs : int, default=None
         Threads (None: all cores).
     verbose : int, default=0
-        Show progress over chunks of rows (tqdm if installed).
+        Show progress with the estimated time left (tqdm if installed).
+    algorithm : {"auto", "exact", "sampled"}, default="auto"
+        "exact": exact Shapley values. "sampled": unbiased Monte Carlo
+        estimates (antithetic pairs of random feature orders per row and
+        tree, with the exact Shapley values of the trees as control
+        variate). "auto": "exact" when :func:`estimate_cost` expects it to
+        take at most ``exact_budget`` seconds, else "sampled" with a
+        :class:`SampledAlgorithmWarning`. ``result.algorithm`` says which ran.
+    exact_budget : float, default=120.0
+        Seconds the exact algorithm may be expected to take under
+        ``algorithm="auto"``.
+    n_permutations : int, default=2
+        Sampled algorithm: antithetic pairs of feature orders per row and
+        tree (cost grows slowly with it). With 2 or more, ``mc_std_errors``
+        reports the Monte Carlo part of the error.
+    max_samples : int or float, default=None
+        Decompose a random subset of rows: an int is a number of rows, a
+        float in (0, 1] a fraction of them. The result then estimates the
+        R2_j of all the rows (the subset's sums scaled by n_rows / n_sampled,
+        Q0 and ``r2`` from all rows), and its standard errors include the
+        subsampling.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the row subset and the sampled algorithm's feature orders
+        (each row's orders depend only on the seed and the row's index, not
+        on chunks or threads).
 
     Returns
     -------
@@ -203,6 +223,10 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         Huber), other objectives, averaging ensembles with a link, linear
         leaves, and multi-output models.
 
+    See Also
+    --------
+    estimate_cost : the cost of both algorithms before running either.
+
     Examples
     --------
     >>> from sklearn.datasets import load_diabetes
@@ -212,9 +236,17 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> X, y = load_diabetes(return_X_y=True)
     >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
     >>> result = r2_decomposition(model, X, y)
+    >>> result.algorithm
+    'exact'
     >>> bool(np.isclose(result.importances.sum(), r2_score(y, model.predict(X))))
     True
     >>> abs(result.r2_unattributed) < 1e-10
+    True
+    >>> sampled = r2_decomposition(model, X, y, algorithm="sampled", random_state=0)
+    >>> sampled.algorithm
+    'sampled'
+    >>> bool(np.all(np.abs(sampled.importances - result.importances)
+    ...             <= 4 * sampled.mc_std_errors + 1e-12))
     True
 
     A classifier's log-loss D^2:
@@ -232,6 +264,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
     True
     """
+    from sklearn.utils import check_random_state
+
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)
     # the user's column names (LightGBM stores them with spaces replaced)
@@ -249,50 +283,70 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         target = loss.target(y, n_rows, ensemble)
     work, symmetric = _game_ensemble(ensemble, loss, scale)
     with np.errstate(all="ignore"):
-        null_loss = loss.null_loss(target, weight)
-    if not null_loss > 0:
+        total = loss.null_loss(target, weight)
+    if not total > 0:
         what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
         raise ValueError(f"y {what} (with the given weights): "
                          f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
+    n_permutations = check_n_permutations(n_permutations)
     tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
     base = np.asarray(work.base_value, dtype=np.float64)
-    # the kernel adds every tree to one output: the games already carry the class
+    # the kernels add every tree to one output: the games already carry the class
     single = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64))
-    # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
-    nodes, weights = _gauss_legendre(max(1, work.n_path_features))
-    points, weights = (nodes + 1.0) / 2.0, weights / 2.0
 
-    # rows in blocks (a sparse X is made dense one block at a time)
-    chunk_rows = _chunk_rows(work.n_trees)
-    blocks = iter_row_blocks(ensemble, X, chunk_rows)
-    first = next(blocks)
-    n_features = first[2].shape[1]
-    total_blocks = max(1, -(-n_rows // chunk_rows))
+    # draws only when something is random (random_state=None uses numpy's global state)
+    random = check_random_state(random_state)
+    rows = _subsample_rows(n_rows, max_samples, random)
+    if rows is not None and return_local:
+        raise ValueError("return_local=True needs every row: it cannot be combined with "
+                         "max_samples.")
+    n_used = n_rows if rows is None else len(rows)
+    slots = _qshap_sampled.tree_slots(single)
+    cost = ensemble_cost(single, n_used, n_threads, n_permutations, slots)
+    algorithm = choose_algorithm(algorithm, cost, exact_budget)
+    seed = int(random.randint(np.iinfo(np.int64).max)) if algorithm == "sampled" else 0
+    terms_of = R2Terms(single, algorithm, n_threads, n_permutations, seed, slots)
+    seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
+    # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
+    chunk_rows = min(_chunk_rows(work.n_trees),
+                     chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads))
+    if algorithm == "sampled":
+        chunk_rows = min(chunk_rows, max(16, (1 << 22) // (n_permutations * n_features)))
     sums = np.zeros(n_features)
+    mc_variance = np.zeros(n_features)
     # Chan et al.'s pairwise update of means and squared deviations per chunk
     mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
+    # the model's R^2 (and Q0) are over every row, also with max_samples
     prediction = np.empty((n_rows, work.n_outputs))
-    for start, stop, rows in _progress(itertools.chain([first], blocks), total_blocks, verbose,
-                                       "R^2 decomposition"):
-        leaf = _predict.leaf_values(work, rows, n_threads)
+    if rows is not None:
+        for start, stop, block in iter_row_blocks(ensemble, X, _CHUNK_ROWS):
+            prediction[start:stop] = _predict.predict_raw(work, block, n_threads)
+    progress = Progress(n_used, verbose, f"R^2 decomposition ({algorithm})", seconds)
+    for start, stop, X_chunk in iter_row_blocks(ensemble, X, chunk_rows, rows):
+        ids = np.arange(start, stop) if rows is None else rows[start:stop]
+        leaf = _predict.leaf_values(work, X_chunk, n_threads)
         with np.errstate(all="ignore"):
             if symmetric:
                 square_coef, linear_coef = _symmetric_game(
-                    leaf, target[start:stop], weight[start:stop], base, tree_mean,
-                    work.tree_output)
+                    leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
             else:
                 square_coef, linear_coef = second_order_game(
-                    leaf, loss, target[start:stop], weight[start:stop], base, work.tree_output)
-        terms = _qshap.r2_terms(single, rows, square_coef, linear_coef, points, weights,
-                                n_threads)
-        prediction[start:stop] = _predict.predict_raw(work, rows, n_threads)
-        chunk = -terms / null_loss
+                    leaf, loss, target[ids], weight[ids], base, work.tree_output)
+        terms, variance = terms_of(X_chunk, square_coef, linear_coef, ids)
+        if rows is None:
+            prediction[start:stop] = _predict.predict_raw(work, X_chunk, n_threads)
+        chunk = -terms / total
         sums += chunk.sum(axis=0)
+        if variance is not None:
+            mc_variance += variance.sum(axis=0) / total ** 2
         if local is not None:
             local[start:stop] = chunk
-        # rows of zero weight are absent from the data, also for the standard error
-        chunk = chunk[weight[start:stop] > 0]
+        progress.update(stop - start)
+        # rows of zero weight are absent from the data, also for the standard
+        # error; a random subset estimates a sum over all rows, zeros included
+        if rows is None:
+            chunk = chunk[weight[ids] > 0]
         n_chunk = len(chunk)
         if n_chunk == 0:
             continue
@@ -303,11 +357,19 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         mean = mean + delta * n_chunk / new_count
         m2 = m2 + chunk_m2 + delta ** 2 * count * n_chunk / new_count
         count = new_count
+    progress.close()
     std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
+    # a uniform random subset: n / n_used times its sum is unbiased for the sum over all rows
+    scale = n_rows / n_used
+    sums, std_errors = sums * scale, std_errors * scale
+    mc_std_errors = None
+    if algorithm == "sampled":
+        mc_std_errors = (np.sqrt(mc_variance) * scale if n_permutations > 1
+                         else np.full(n_features, np.nan))
 
     with np.errstate(all="ignore"):
-        score = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / null_loss
-    if not (np.isfinite(score) and np.all(np.isfinite(sums))):
+        r2 = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / total
+    if not (np.isfinite(r2) and np.all(np.isfinite(sums))):
         raise FloatingPointError(
             f"The {loss.score} decomposition of {ensemble.model_type} is not finite: the "
             "margins, targets or leaf values overflow in double precision (e.g. exp of a "
@@ -316,11 +378,32 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
     return R2Decomposition(
-        importances=sums, std_errors=std_errors, r2=score,
-        r2_unattributed=score - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+        importances=sums, std_errors=std_errors, r2=r2,
+        r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
         mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
-        model_name=ensemble.model_type or None, score=loss.score, power=loss.power,
+        model_name=ensemble.model_type or None,
+        algorithm=algorithm, mc_std_errors=mc_std_errors,
+        n_rows_sampled=None if rows is None else n_used, score=loss.score, power=loss.power,
     )
+
+
+def _subsample_rows(n_rows, max_samples, random):
+    """Sorted indices of a uniform random subset of rows, or None for all rows."""
+    if max_samples is None:
+        return None
+    if isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Real):
+        raise ValueError(f"max_samples must be None, an int or a float, got {max_samples!r}.")
+    if isinstance(max_samples, numbers.Integral):
+        if max_samples < 2:
+            raise ValueError(f"max_samples must be >= 2 rows, got {max_samples}.")
+        n_used = int(max_samples)
+    else:
+        if not 0 < max_samples <= 1:
+            raise ValueError(f"a float max_samples is a fraction in (0, 1], got {max_samples}.")
+        n_used = max(2, int(round(max_samples * n_rows)))
+    if n_used >= n_rows:
+        return None
+    return np.sort(random.choice(n_rows, n_used, replace=False))
 
 
 class ShapleyR2Importance(BaseTreeSelector):
@@ -382,7 +465,21 @@ class ShapleyR2Importance(BaseTreeSelector):
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : int, default=0
-        Show progress over chunks of rows.
+        Show progress with the estimated time left.
+    algorithm : {"auto", "exact", "sampled"}, default="auto"
+        Q-SHAP only: exact values, or the unbiased sampled estimate for
+        models too large for exact values; "auto" chooses by the estimated
+        cost (see :func:`r2_decomposition`).
+    exact_budget : float, default=120.0
+        Seconds the exact algorithm may be expected to take under
+        ``algorithm="auto"``.
+    n_permutations : int, default=2
+        Sampled algorithm: antithetic pairs of feature orders per row and tree.
+    max_samples : int or float, default=None
+        Q-SHAP only: decompose a random subset of the rows (a number of
+        rows, or a fraction); the importances estimate those of all rows.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the row subset and the sampled algorithm.
 
     Attributes
     ----------
@@ -390,6 +487,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         The fitted model.
     method_ : {"qshap", "shapflex"}
         The method used.
+    algorithm_ : {"exact", "sampled"}
+        The algorithm that ran ("sampled" if any fold was sampled; "exact"
+        for shapFlex, which does not sample).
     feature_importances_ : ndarray of shape (`n_features_in_`,)
         R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
     importances_std_ : ndarray of shape (`n_features_in_`,)
@@ -447,7 +547,9 @@ class ShapleyR2Importance(BaseTreeSelector):
     """
 
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
-                 threshold=None, max_features=None, cv=None, n_jobs=None, verbose=0):
+                 threshold=None, max_features=None, cv=None, n_jobs=None, verbose=0,
+                 algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET, n_permutations=2,
+                 max_samples=None, random_state=None):
         self.estimator = estimator
         self.method = method
         self.shap_values = shap_values
@@ -457,6 +559,11 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.cv = cv
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.algorithm = algorithm
+        self.exact_budget = exact_budget
+        self.n_permutations = n_permutations
+        self.max_samples = max_samples
+        self.random_state = random_state
 
     def _default_estimator(self):
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -488,6 +595,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         self._check_params()
         if self.method not in ("auto", "qshap", "shapflex"):
             raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
+        if self.algorithm not in ("auto", "exact", "sampled"):
+            raise ValueError("algorithm must be 'auto', 'exact' or 'sampled', got "
+                             f"{self.algorithm!r}.")
         if self.shap_values is not None and not callable(self.shap_values):
             raise ValueError("shap_values must be None or a callable f(estimator, X), got "
                              f"{type(self.shap_values).__name__}.")
@@ -513,6 +623,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.r2_ = result.r2
             self.score_ = result.score
             self.method_ = result.method
+            self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params)
@@ -532,7 +643,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         # stratified folds for classifiers, as cross_val_score uses
         cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
-        importances, r2, sigma_unique, methods, scores = [], [], [], set(), set()
+        importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
+        scores = set()
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
@@ -545,6 +657,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             sigma_unique.append(result.sigma_unique)
             methods.add(result.method)
             scores.add(result.score)
+            algorithms.add(result.algorithm)
         self.cv_importances_ = np.asarray(importances)
         self.feature_importances_ = self.cv_importances_.mean(axis=0)
         n_folds = len(importances)
@@ -553,6 +666,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.r2_ = float(np.mean(r2))
         (self.method_,) = methods
         (self.score_,) = scores
+        self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
@@ -591,9 +705,12 @@ class ShapleyR2Importance(BaseTreeSelector):
     def _decompose(self, model, X, y, sample_weight, return_local=False):
         method, ensemble = self._resolve_method(model)
         if method == "qshap":
-            result = r2_decomposition(ensemble, X, y, sample_weight=sample_weight,
-                                      return_local=return_local, n_jobs=self.n_jobs,
-                                      verbose=self.verbose)
+            result = r2_decomposition(
+                ensemble, X, y, sample_weight=sample_weight, return_local=return_local,
+                n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
+                exact_budget=self.exact_budget, n_permutations=self.n_permutations,
+                max_samples=None if return_local else self.max_samples,
+                random_state=self.random_state)
         elif return_local:
             raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
                              "per-row terms.")
@@ -619,7 +736,9 @@ class ShapleyR2Importance(BaseTreeSelector):
     def local_r2(self, X, y, sample_weight=None):
         """Per-row contributions L_ij of shape (n_samples, n_features) (Q-SHAP only).
 
-        Their column sums are the R2_j of the fitted model on (X, y).
+        Their column sums are the R2_j of the fitted model on (X, y) (every
+        row, whatever ``max_samples``; Monte Carlo estimates when the
+        sampled algorithm runs).
         """
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight, return_local=True).local

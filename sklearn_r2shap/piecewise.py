@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _dask
 from ._kernels import _piecewise, _semivalues
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
@@ -124,17 +125,21 @@ def _background_weight(weight, n_rows):
 def _build_game(ensemble, background, background_weight, n_threads):
     """Covers and leaf means from the background rows, then the leaf constants."""
     start, feature, coef, fallback = _linear_arrays(ensemble)
-    n_background = n_rows_features(background)[0]
-    if n_background == 0:
-        raise ValueError("background must contain at least one row.")
-    weight = _background_weight(background_weight, n_background)
-    # sums over rows, so a sparse background is read one dense block at a time
-    cover = complete = entry_sum = 0.0
-    for first, last, B in iter_row_blocks(ensemble, background, n_background):
-        parts = _piecewise.leaf_statistics(
-            ensemble, B, weight[first:last], start, feature,
-            _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
-        cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
+    if _dask.is_dask_collection(background):  # sums over its partitions, in one pass
+        cover, complete, entry_sum = _dask.leaf_statistics(
+            ensemble, background, background_weight, start, feature)
+    else:
+        n_background = n_rows_features(background)[0]
+        if n_background == 0:
+            raise ValueError("background must contain at least one row.")
+        weight = _background_weight(background_weight, n_background)
+        # sums over rows, so a sparse background is read one dense block at a time
+        cover = complete = entry_sum = 0.0
+        for first, last, B in iter_row_blocks(ensemble, background, n_background):
+            parts = _piecewise.leaf_statistics(
+                ensemble, B, weight[first:last], start, feature,
+                _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+            cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
     entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
     count = complete[entry_leaf]
     mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
@@ -307,15 +312,19 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         ``linear_tree=True``, an ensemble from :func:`piecewise_ensemble`, or
         a constant-leaf model (then the values equal :func:`shap_values`
         computed with covers counted on ``background``).
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
-        Rows to explain; NaN allowed.
-    background : array-like or DataFrame of shape (n_background, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        Rows to explain; NaN allowed. A dask collection gives a lazy dask
+        array of the same row blocks.
+    background : array-like, DataFrame, sparse matrix or dask collection of shape (n_background, n_features)
         Rows that define the covers and the leaf means. Pass the training
         data for values consistent with the model's leaf values (LightGBM's
         own covers are its training counts).
+        A dask collection is reduced at once, in one pass over its
+        partitions.
     background_weight : array-like of shape (n_background,), optional
         Weights of the background rows (weighted covers and means), e.g. the
-        sample weights the model was fitted with.
+        sample weights the model was fitted with. A dask collection of the same row
+        blocks when ``background`` is one.
     n_jobs : int, default=None
         Threads; None uses all cores.
 
@@ -347,6 +356,8 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
+    if _dask.is_dask_collection(X):
+        return _dask.piecewise_values(game, X, n_jobs=n_jobs)
     return map_row_blocks(lambda rows, _: _game_values(game, rows, n_threads), X)
 
 
@@ -722,6 +733,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
+        if _dask.is_dask_collection(X):
+            return _dask.piecewise_values(self._game, X, n_jobs=self.n_jobs)
         n_threads = resolve_n_jobs(self.n_jobs)
         return map_row_blocks(lambda rows, _: _game_values(self._game, rows, n_threads), X)
 

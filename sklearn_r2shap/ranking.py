@@ -42,6 +42,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
+from ._cost import Progress
 from ._kernels import _predict, _semivalues
 from ._model import UnsupportedModelError
 from ._selector import BaseTreeSelector, _unfrozen
@@ -197,25 +198,21 @@ def _check_ranker_params(n_iter, step_size, optimizer):
     return int(n_iter), float(step_size), optimizer == "adam"
 
 
-def _progress(iterable, total, verbose, desc):
-    from .importance import _progress as progress
-
-    return progress(iterable, total, verbose, desc)
-
-
 def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_threads,
                    verbose=0):
     """zeta of every row, in chunks of rows when progress is shown."""
     n_rows = X.shape[0]
     chunk = _CHUNK_ROWS if verbose else max(n_rows, 1)
-    starts = range(0, n_rows, chunk)
     zeta = np.empty((n_rows, ensemble.n_features))
     structure = _semivalues.pattern_structure(ensemble)
-    for start in _progress(starts, len(starts), verbose, "TreeGrad-Ranker"):
+    progress = Progress(n_rows, verbose, "TreeGrad-Ranker")
+    for start in range(0, n_rows, chunk):
         stop = min(start + chunk, n_rows)
         zeta[start:stop] = _semivalues.treegrad_ranker(
             ensemble, structure, X[start:stop], kernel_output[start:stop], n_iter, step_size,
             adam, n_threads)
+        progress.update(stop - start)
+    progress.close()
     return _signed(zeta, sign[:, None])
 
 

@@ -3,6 +3,41 @@
 # the ensemble through ``Forest`` and ``next_node``; none re-implements them.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.math cimport isnan, fabs
+from cpython.exc cimport PyErr_Fetch, PyErr_Restore, PyErr_SetNone
+from cpython.ref cimport PyObject
+
+cdef extern from *:
+    """
+    #if defined(_WIN32)
+    #include <windows.h>
+    static double r2shap_monotonic(void) {
+        LARGE_INTEGER freq, count;
+        QueryPerformanceFrequency(&freq);
+        QueryPerformanceCounter(&count);
+        return (double)count.QuadPart / (double)freq.QuadPart;
+    }
+    #else
+    #include <time.h>
+    static double r2shap_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    #endif
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int r2shap_thread_num(void) { return omp_get_thread_num(); }
+    #else
+    static int r2shap_thread_num(void) { return 0; }
+    #endif
+    static int r2shap_load_flag(int* flag) { return *(volatile int*)flag; }
+    static void r2shap_store_flag(int* flag) { *(volatile int*)flag = 1; }
+    """
+    int r2shap_check_signals "PyErr_CheckSignals" () noexcept
+    double r2shap_monotonic() noexcept nogil
+    int r2shap_thread_num() noexcept nogil
+    int r2shap_load_flag(int* flag) noexcept nogil
+    void r2shap_store_flag(int* flag) noexcept nogil
 
 cdef enum:
     DECISION_LEQ = 0
@@ -130,3 +165,65 @@ cdef inline void row_patterns(
             bit = bit & (pattern[p] >> b)
         pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
         left_taken[kk] = goes_left(f, k, x)
+
+
+# Ctrl-C in nogil kernels. Python runs signal handlers only in the main
+# thread, which is OpenMP thread 0 of a region it starts. Every kernel polls
+# ``interrupted(&stop)`` once per work unit (row, tree): thread 0 runs the
+# handlers at most every 50 ms (a monotonic clock read otherwise), and keeps
+# the exception they raise; all threads see the stop flag and skip their
+# remaining work. After the parallel region, ``interrupt_raise(&stop)``
+# re-raises the exception (KeyboardInterrupt for Ctrl-C):
+#
+#     cdef Interrupt stop = interrupt_new()
+#     with nogil, parallel(...):
+#         for i in prange(...):
+#             if interrupted(&stop): continue
+#             ...
+#     interrupt_raise(&stop)
+cdef struct Interrupt:
+    int stop
+    double last_check
+    PyObject* exc_type
+    PyObject* exc_value
+    PyObject* exc_traceback
+
+
+cdef inline Interrupt interrupt_new() noexcept nogil:
+    cdef Interrupt it
+    it.stop = 0
+    it.last_check = r2shap_monotonic()
+    it.exc_type = NULL
+    it.exc_value = NULL
+    it.exc_traceback = NULL
+    return it
+
+
+cdef inline bint interrupted(Interrupt* it) noexcept nogil:
+    """True once a signal handler raised (every thread stops at its next poll)."""
+    cdef double now
+    if r2shap_load_flag(&it.stop):
+        return True
+    if r2shap_thread_num() == 0:
+        now = r2shap_monotonic()
+        if now - it.last_check >= 0.05:
+            it.last_check = now
+            with gil:
+                if r2shap_check_signals() != 0:
+                    PyErr_Fetch(&it.exc_type, &it.exc_value, &it.exc_traceback)
+                    r2shap_store_flag(&it.stop)
+    return r2shap_load_flag(&it.stop)
+
+
+cdef inline int interrupt_raise(Interrupt* it) except -1:
+    """After the parallel region: re-raise what stopped the kernel, if anything."""
+    if not it.stop:
+        return 0
+    if it.exc_type != NULL:
+        PyErr_Restore(it.exc_type, it.exc_value, it.exc_traceback)
+    else:
+        PyErr_SetNone(KeyboardInterrupt)
+    it.exc_type = NULL
+    it.exc_value = NULL
+    it.exc_traceback = NULL
+    return -1

@@ -40,7 +40,10 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport isnan
 
-from ._forest cimport Forest, forest_from, next_node, path_factors, row_patterns
+from ._forest cimport (
+    Forest, forest_from, next_node, path_factors, row_patterns,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
 from ._semivalues cimport (
     Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc, scratch_failed, scratch_free,
 )
@@ -226,6 +229,7 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
     cdef Scratch sc
     cdef double* eps_sum
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if cover_ratio.shape[0] != f.n_nodes or leaf_const.shape[0] != f.n_nodes:
         raise ValueError("cover_ratio and leaf_const need one entry per node")
     if linear_feature.shape[0] and f.n_values != 1:
@@ -239,13 +243,14 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
         if scratch_failed(&sc) or eps_sum == NULL:
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             for t in range(trees.shape[0]):
                 tree_piecewise(&f, &lin, trees[t], &X[i, 0], &points[0], &weights[0], m,
                                &sc, eps_sum, &out[i, 0, 0])
         scratch_free(&sc)
         free(eps_sum)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
@@ -474,6 +479,7 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
     cdef double* prefix
     cdef double* others
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     with nogil, parallel(num_threads=n_threads):
         fac = <double*> malloc(3 * (max_dim + 1) * sizeof(double))
         if fac == NULL:
@@ -481,7 +487,7 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
         prefix = fac + (max_dim + 1)
         others = fac + 2 * (max_dim + 1)
         for i in prange(n_leaves, schedule="dynamic"):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             v = leaves[i]
             k = leaf_node[v]
@@ -529,6 +535,7 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
                     for e in range(ne):
                         row[b] -= linear_mean[e0 + e] * row[dp + b * ne + e]
         free(fac)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(tables)
@@ -568,6 +575,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
     cdef uint64_t* pattern
     cdef uint64_t* leaf_pattern
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
@@ -578,7 +586,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
         if left_taken == NULL or pattern == NULL or leaf_pattern == NULL or acc == NULL:
             failed[0] = 1
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -626,5 +634,6 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
         free(left_taken)
         free(pattern)
         free(leaf_pattern)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")

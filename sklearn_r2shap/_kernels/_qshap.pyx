@@ -28,7 +28,9 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
-from ._forest cimport Forest, forest_from, next_node
+from ._forest cimport (
+    Forest, forest_from, next_node, Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
 from ._semivalues cimport (
     Scratch, scratch_alloc, scratch_failed, scratch_free, tree_gradient_uniform,
 )
@@ -278,6 +280,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef int64_t n_slots = max(1, min(ens.max_depth, f.n_features))
     cdef double[:, ::1] out = np.zeros((n_rows, f.n_features))
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     cdef Py_ssize_t i
     cdef int64_t t, l
     cdef Scratch sc
@@ -295,9 +298,11 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         if scratch_failed(&sc) or pair_failed(&ps):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=4):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             for t in range(f.n_trees):
+                if interrupted(&stop):
+                    break
                 if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                     continue
                 for l in range(m):
@@ -307,6 +312,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                                      &sc, &ps, &out[i, 0])
         scratch_free(&sc)
         pair_free(&ps)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(out)

@@ -6,7 +6,9 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-from ._forest cimport Forest, forest_from, next_node
+from ._forest cimport (
+    Forest, forest_from, next_node, Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
 
 
 def saabas(ens, const double[:, ::1] X, const double[:, ::1] mean, int n_threads):
@@ -16,7 +18,10 @@ def saabas(ens, const double[:, ::1] X, const double[:, ::1] mean, int n_threads
     cdef double[:, :, ::1] out = np.zeros((n_rows, f.n_outputs, f.n_features))
     cdef Py_ssize_t i
     cdef int64_t t, node, child, w, o, j
+    cdef Interrupt stop = interrupt_new()
     for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        if interrupted(&stop):
+            continue
         for t in range(f.n_trees):
             node = f.tree_start[t]
             while f.left[node] >= 0:
@@ -28,4 +33,5 @@ def saabas(ens, const double[:, ::1] X, const double[:, ::1] mean, int n_threads
                     for w in range(f.n_values):
                         out[i, w, j] += mean[child, w] - mean[node, w]
                 node = child
+    interrupt_raise(&stop)
     return np.asarray(out)

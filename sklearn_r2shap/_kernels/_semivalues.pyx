@@ -20,7 +20,10 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
-from ._forest cimport Forest, forest_from, path_factors, row_patterns
+from ._forest cimport (
+    Forest, forest_from, path_factors, row_patterns,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
 
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
@@ -164,6 +167,7 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
     cdef int64_t t
     cdef Scratch sc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
@@ -172,12 +176,13 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
         if scratch_failed(&sc):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             for t in range(trees.shape[0]):
                 tree_gradient_uniform(&f, trees[t], &X[i, 0], &points[0], &weights[0], m,
                                       &sc, &out[i, 0, 0])
         scratch_free(&sc)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
@@ -273,7 +278,10 @@ def pattern_tables(structure, const int64_t[::1] leaves, const int64_t[::1] tabl
     cdef double product, acc, fb, tl
     cdef const double* r
     cdef double* row
+    cdef Interrupt stop = interrupt_new()
     for i in prange(n_leaves, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        if interrupted(&stop):
+            continue
         v = leaves[i]
         d = dim[v]
         r = &ratio[fstart[v]]
@@ -292,6 +300,7 @@ def pattern_tables(structure, const int64_t[::1] leaves, const int64_t[::1] tabl
                         row[b] = row[b] + weights[l] * product / fb
             for b in range(d):
                 row[b] = row[b] * (((A >> b) & 1) - r[b])
+    interrupt_raise(&stop)
     return np.asarray(tables)
 
 
@@ -325,6 +334,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
     cdef uint64_t* pattern
     cdef uint64_t* leaf_pattern
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
@@ -334,7 +344,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
         if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
             failed[0] = 1
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -372,6 +382,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
         free(left_taken)
         free(pattern)
         free(leaf_pattern)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
@@ -514,6 +525,7 @@ def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[
     cdef int64_t t
     cdef GradScratch g
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0:
         return np.asarray(grad), np.asarray(value)
     with nogil, parallel(num_threads=n_threads):
@@ -521,12 +533,13 @@ def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[
         if grad_failed(&g):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             for t in range(f.n_trees):
                 value[i] += tree_gradient_at(&f, t, output[i], &X[i, 0], &Z[i, 0], &g,
                                              &grad[i, 0])
         grad_free(&g)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(grad), np.asarray(value)
@@ -693,6 +706,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     cdef double* moment2
     cdef RankerScratch r
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0:
         return np.asarray(zeta)
     with nogil, parallel(num_threads=n_threads):
@@ -704,7 +718,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
         moment1 = r.state + 2 * p
         moment2 = r.state + 3 * p
         for i in prange(n_rows, schedule="dynamic", chunksize=1):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &leaf_node[0], &dim[0],
                                        &fstart[0], &feature[0], &ratio[0], &edge[0],
@@ -730,6 +744,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
                         zj = z[j] + step_size * gj
                     z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
         ranker_free(&r)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(zeta)

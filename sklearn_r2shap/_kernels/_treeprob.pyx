@@ -44,7 +44,9 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport malloc, free
 
-from ._forest cimport Forest, forest_from, path_factors
+from ._forest cimport (
+    Forest, forest_from, path_factors, Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
 
 
 cdef struct ProbScratch:
@@ -325,6 +327,7 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     cdef int64_t t
     cdef ProbScratch sc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or not sizes:
         return
     with nogil, parallel(num_threads=n_threads):
@@ -333,7 +336,7 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
         if scratch_failed(&sc):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if failed[0]:
+            if failed[0] or interrupted(&stop):
                 continue
             for t in range(f.n_trees):
                 if tree_m[t] > 0:
@@ -341,5 +344,6 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
                                        &weights_v[point_start[t]], &pad_v[pad_start[t]],
                                        &sc, &out[i, 0, 0])
         scratch_free(&sc)
+    interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -1,0 +1,254 @@
+"""Cost of the R^2 decomposition before it runs, the choice between the exact
+and the sampled algorithm, and progress with an estimated time left.
+
+The exact kernel walks, per row and tree, every leaf against every node of
+the subtrees beside it (pairs grouped by lowest common ancestor) at d
+quadrature points: sum over internal nodes w of leaves(left of w) *
+nodes(right of w), plus one term per leaf, times d (d: most distinct
+features on a path). The sampled kernel makes one pass over each tree per
+row, of width 2 K (p_t + 1) (K antithetic pairs of feature orders, p_t
+features the tree splits on), plus the exact Shapley values of the tree at
+ceil(d / 2) quadrature points. The seconds per operation below were measured
+on one core of an x86-64 machine (CPU time, 2026-11); the estimate is a
+guide to within a factor of a few, not a promise.
+"""
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._kernels import _qshap_sampled
+from ._model import to_ensemble
+from ._validation import resolve_n_jobs
+
+__all__ = ["CostEstimate", "estimate_cost"]
+
+# seconds per operation, one thread (see the module docstring)
+EXACT_SECONDS_PER_PAIR_POINT = 3.5e-9
+SAMPLED_SECONDS_PER_NODE_POINT = 1.25e-8
+SAMPLED_SECONDS_PER_NODE_PREFIX = 5.5e-10
+
+#: default ``exact_budget``: "auto" runs the exact algorithm when it is
+#: estimated to take at most this many seconds
+DEFAULT_EXACT_BUDGET = 120.0
+
+
+@dataclass
+class CostEstimate:
+    """Estimated cost of an R^2 decomposition (the result of :func:`estimate_cost`).
+
+    Attributes
+    ----------
+    exact_seconds : float
+        Estimated wall-clock seconds of ``algorithm="exact"``.
+    sampled_seconds : float
+        Estimated wall-clock seconds of ``algorithm="sampled"`` with
+        ``n_permutations`` orders per row and tree.
+    exact_operations : float
+        Leaf-pair operations of the exact algorithm (all rows).
+    sampled_operations : float
+        Node operations of the sampled algorithm (all rows).
+    n_rows : int
+    n_trees : int
+    n_threads : int
+    n_permutations : int
+    """
+
+    exact_seconds: float
+    sampled_seconds: float
+    exact_operations: float
+    sampled_operations: float
+    n_rows: int
+    n_trees: int
+    n_threads: int
+    n_permutations: int
+
+    def __str__(self):
+        return (f"R^2 decomposition of {self.n_rows} rows, {self.n_trees} trees, "
+                f"{self.n_threads} thread(s): exact ~{format_seconds(self.exact_seconds)}, "
+                f"sampled ({self.n_permutations} permutation pairs) "
+                f"~{format_seconds(self.sampled_seconds)} (estimates)")
+
+
+def format_seconds(seconds):
+    if not np.isfinite(seconds):
+        return "?"
+    if seconds < 1:
+        return f"{seconds:.2g} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def quadrature_sizes(ensemble):
+    """Gauss-Legendre nodes: exact Sh[m^2] (degree < 2d) and Sh[m] (degree < d)."""
+    d = max(1, int(ensemble.n_path_features))
+    return d, max(1, math.ceil(d / 2))
+
+
+def per_row_seconds(ensemble, slots, n_permutations):
+    """(exact, sampled) seconds of one row on one thread, and their operation counts."""
+    m_exact, m_sampled = quadrature_sizes(ensemble)
+    pairs = float(np.sum(_qshap_sampled.cost_units(ensemble))) * m_exact
+    nodes = np.diff(np.asarray(ensemble.tree_start)).astype(float)
+    features = np.diff(slots[1]).astype(float)
+    trees = features > 0  # single-leaf trees are skipped
+    node_points = float(np.sum(nodes[trees])) * m_sampled
+    node_prefix = float(np.sum(nodes[trees] * 2 * n_permutations * (features[trees] + 1)))
+    exact = pairs * EXACT_SECONDS_PER_PAIR_POINT
+    sampled = (node_points * SAMPLED_SECONDS_PER_NODE_POINT
+               + node_prefix * SAMPLED_SECONDS_PER_NODE_PREFIX)
+    return exact, sampled, pairs, node_points + node_prefix
+
+
+def ensemble_cost(ensemble, n_rows, n_threads, n_permutations, slots=None):
+    if slots is None:
+        slots = _qshap_sampled.tree_slots(ensemble)
+    exact, sampled, pairs, nodes = per_row_seconds(ensemble, slots, n_permutations)
+    parallel = max(1, min(n_threads, n_rows))
+    return CostEstimate(
+        exact_seconds=exact * n_rows / parallel, sampled_seconds=sampled * n_rows / parallel,
+        exact_operations=pairs * n_rows, sampled_operations=nodes * n_rows, n_rows=int(n_rows),
+        n_trees=int(ensemble.n_trees), n_threads=int(n_threads),
+        n_permutations=int(n_permutations),
+    )
+
+
+def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
+    """Estimate how long :func:`~sklearn_r2shap.r2_decomposition` will take.
+
+    Counts the operations of both algorithms from the trees' structure (the
+    exact algorithm's leaf pairs, the sampled algorithm's node passes) and
+    converts them to seconds with per-operation times measured on one core
+    of a recent x86-64 machine. It is an estimate, good to within a factor
+    of a few; ``algorithm="auto"`` compares ``exact_seconds`` with its
+    ``exact_budget``.
+
+    Parameters
+    ----------
+    model : fitted tree regressor or TreeEnsemble
+    X : array-like of shape (n_rows, n_features), or int
+        The rows to decompose (only their number is used), or that number.
+    n_permutations : int, default=2
+        Antithetic pairs of feature orders per row and tree of the sampled
+        algorithm.
+    n_jobs : int, default=None
+        Threads (None: all cores).
+
+    Returns
+    -------
+    CostEstimate
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_friedman1
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn_r2shap import estimate_cost
+    >>> X, y = make_friedman1(n_samples=500, random_state=0)
+    >>> model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
+    >>> cost = estimate_cost(model, X, n_jobs=1)
+    >>> cost.n_rows, cost.n_trees
+    (500, 10)
+    >>> bool(cost.sampled_seconds < cost.exact_seconds)
+    True
+    """
+    ensemble = to_ensemble(model)
+    if isinstance(X, (int, np.integer)):
+        n_rows = int(X)
+        if n_rows < 0:
+            raise ValueError(f"the number of rows must be >= 0, got {n_rows}.")
+    else:
+        n_rows = len(X)
+    return ensemble_cost(ensemble, n_rows, resolve_n_jobs(n_jobs),
+                         check_n_permutations(n_permutations))
+
+
+def check_n_permutations(n_permutations):
+    if (isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer))
+            or n_permutations < 1):
+        raise ValueError(f"n_permutations must be an integer >= 1, got {n_permutations!r}.")
+    return int(n_permutations)
+
+
+def choose_algorithm(algorithm, cost, exact_budget):
+    """"exact" or "sampled" for ``algorithm`` in {"auto", "exact", "sampled"}."""
+    if algorithm not in ("auto", "exact", "sampled"):
+        raise ValueError(f"algorithm must be 'auto', 'exact' or 'sampled', got {algorithm!r}.")
+    if exact_budget is None or not (isinstance(exact_budget, (int, float, np.number))
+                                    and exact_budget >= 0):
+        raise ValueError(f"exact_budget must be a number of seconds >= 0, got {exact_budget!r}.")
+    if algorithm != "auto":
+        return algorithm
+    if cost.exact_seconds <= exact_budget:
+        return "exact"
+    warnings.warn(
+        f"The exact R^2 decomposition would take about {format_seconds(cost.exact_seconds)} "
+        f"({cost.n_rows} rows, {cost.n_trees} trees, {cost.n_threads} thread(s)), more than "
+        f"exact_budget={exact_budget:g} s; running the sampled algorithm instead (unbiased "
+        f"Monte Carlo estimate, about {format_seconds(cost.sampled_seconds)}; its standard "
+        "errors include the Monte Carlo noise). Pass algorithm='exact' to wait for exact "
+        "values, or raise exact_budget.",
+        SampledAlgorithmWarning, stacklevel=3,
+    )
+    return "sampled"
+
+
+class SampledAlgorithmWarning(UserWarning):
+    """``algorithm="auto"`` ran the sampled R^2 decomposition instead of the exact one."""
+
+
+def chunk_rows_for(seconds_per_row, n_threads, target_seconds=2.0):
+    """Rows per chunk so that a chunk takes about ``target_seconds`` (progress, memory)."""
+    if seconds_per_row <= 0:
+        return 1 << 30
+    return max(1, int(target_seconds * max(1, n_threads) / seconds_per_row))
+
+
+class Progress:
+    """Rows done, elapsed time and estimated time left (tqdm when installed).
+
+    ``estimate`` (seconds) is shown before the first chunk ends; afterwards
+    the time left is extrapolated from the rows done.
+    """
+
+    def __init__(self, total, verbose, desc, estimate=None, stream=None):
+        self.total = total
+        self.verbose = verbose
+        self.desc = desc
+        self.done = 0
+        self.start = time.monotonic()
+        self.stream = sys.stderr if stream is None else stream
+        self.bar = None
+        if not verbose:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            if estimate is not None:
+                print(f"{desc}: {total} rows, estimated {format_seconds(estimate)}",
+                      file=self.stream, flush=True)
+        else:
+            self.bar = tqdm(total=total, desc=desc, unit="row")
+
+    def update(self, rows):
+        if not self.verbose:
+            return
+        self.done += rows
+        if self.bar is not None:
+            self.bar.update(rows)
+            return
+        elapsed = time.monotonic() - self.start
+        left = elapsed * (self.total - self.done) / self.done if self.done else float("nan")
+        print(f"{self.desc}: {self.done}/{self.total} rows, {format_seconds(elapsed)} elapsed, "
+              f"about {format_seconds(left)} left", file=self.stream, flush=True)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()

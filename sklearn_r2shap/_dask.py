@@ -1,0 +1,421 @@
+"""Row-partitioned computation on dask collections (optional dependency).
+
+Every local explanation is row-local: a row's values depend only on that
+row and on the model. A dask array or dask DataFrame of rows is therefore
+explained block by block (one task per block or partition, the same
+computation as the in-memory call), and the result is a lazy dask array
+with the same row partitioning.
+
+The model travels once: it is converted to its :class:`TreeEnsemble` on the
+client and put in the task graph as **one key** that every block's task
+depends on, so each worker receives it once (and keeps it in memory while
+its tasks run) instead of once per task.
+
+:func:`reduce_statistics` is the building block of one-pass reductions over
+partitions (sums, counts and means / squared deviations merged exactly with
+Chan et al.'s pairwise update), tree-reduced with ``dask.delayed``.
+
+dask is imported only when a dask collection is passed:
+:func:`is_dask_collection` recognises one without importing it.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["is_dask_collection", "map_rows", "Moments", "merge_statistics",
+           "reduce_statistics"]
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a dask collection (array, DataFrame, Series, ...),
+    without importing dask."""
+    return type(X).__module__.split(".")[0] in ("dask", "dask_expr") or (
+        not isinstance(X, type) and hasattr(X, "__dask_graph__"))
+
+
+def _import_dask():
+    try:
+        import dask
+        import dask.array
+    except ImportError as exc:
+        raise ImportError(
+            "A dask collection was passed, but dask is not installed (or incompletely): "
+            "install the optional dependency with `pip install sklearn-r2shap[dask]` "
+            "(dask[array,dataframe] and distributed)."
+        ) from exc
+    return dask
+
+
+def _is_dataframe_like(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "map_partitions")
+
+
+def shipped_once(payload):
+    """``payload`` as a single key of the task graph (a ``dask.delayed`` object).
+
+    The name is a deterministic token of the payload, so explaining
+    several collections with the same model reuses the key.
+    """
+    dask = _import_dask()
+    from dask.base import tokenize
+
+    name = f"sklearn-r2shap-{type(payload).__name__}-{tokenize(payload)}"
+    return dask.delayed(payload, name=name, traverse=False)
+
+
+def _block_threads(n_jobs):
+    # dask runs one task per worker thread: one OpenMP thread per task unless
+    # the caller asked for more
+    return 1 if n_jobs is None else n_jobs
+
+
+def _apply(block, function, payload, n_jobs, kwargs):
+    return function(payload, block, n_jobs=n_jobs, **kwargs)
+
+
+def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, **kwargs):
+    """Apply ``function(payload, block, n_jobs=..., **kwargs)`` to every row block of ``X``.
+
+    Parameters
+    ----------
+    function : callable
+        Returns a float64 array of shape ``(n_block_rows,) + trailing_shape``
+        for an in-memory block (ndarray or pandas DataFrame) of rows.
+    payload : object
+        The model (a TreeEnsemble or a prepared game), shipped as one key of
+        the graph.
+    X : dask Array or dask DataFrame of shape (n_rows, n_features)
+    trailing_shape : tuple of int
+        The output's shape past the row axis.
+    n_jobs : int, default=None
+        OpenMP threads per task; None is 1 (dask's workers run the tasks in
+        parallel).
+    check : callable, optional
+        Called on an empty in-memory stand-in of ``X`` (zero rows, same
+        columns and dtypes) to raise input errors at once, not at compute
+        time.
+    **kwargs
+        Passed to ``function``.
+
+    Returns
+    -------
+    dask Array of shape ``(n_rows,) + trailing_shape``
+        Lazy, one block per row block of ``X`` (chunks along rows only);
+        row counts are unknown (NaN) for a DataFrame, as in
+        ``DataFrame.to_dask_array()``.
+    """
+    _import_dask()
+    trailing_shape = tuple(int(n) for n in trailing_shape)
+    n_jobs = _block_threads(n_jobs)
+    shipped = shipped_once(payload)
+    meta = np.empty((0,) + trailing_shape, dtype=np.float64)
+    if _is_dataframe_like(X):
+        if check is not None:
+            check(X._meta)
+        # (not map_partitions with an array meta: it loses partitions of
+        # DataFrames built by from_delayed in dask 2026.8)
+        dask = _import_dask()
+        apply = dask.delayed(_apply, pure=True)
+        blocks = [dask.array.from_delayed(apply(part, function, shipped, n_jobs, kwargs),
+                                          shape=(np.nan,) + trailing_shape, meta=meta)
+                  for part in X.to_delayed(optimize_graph=False)]
+        return dask.array.concatenate(blocks, axis=0)
+    if not hasattr(X, "chunks") or not hasattr(X, "map_blocks"):
+        raise TypeError(
+            f"Expected a dask Array or dask DataFrame of rows, got {type(X).__name__}; "
+            "call .to_dask_array() or .to_frame() first."
+        )
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected a 2D dask array of rows, got {X.ndim} dimension(s); reshape it to "
+            "(n_rows, n_features)."
+        )
+    if check is not None:
+        check(np.empty((0, X.shape[1]), dtype=X.dtype))
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # a task needs whole rows
+    chunks = (X.chunks[0],) + tuple((n,) for n in trailing_shape)
+    extra = len(trailing_shape) - 1  # output axes beyond X's two
+    return X.map_blocks(
+        _apply, function, shipped, n_jobs, kwargs, dtype=np.float64, chunks=chunks, meta=meta,
+        token=function.__name__.strip("_"),
+        drop_axis=[1] if extra < 0 else None,
+        new_axis=list(range(2, 2 + extra)) if extra > 0 else None,
+    )
+
+
+# ----------------------------------------------------------------------------
+# The public functions' dask route
+
+
+def _ensemble_output_shape(ensemble, width):
+    return (width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width)
+
+
+def explain(function, model, X, *, n_jobs=None, **kwargs):
+    """``function(model, X, n_jobs=..., **kwargs)`` of explain.py on a dask collection.
+
+    The model is converted (and refused, e.g. with linear leaves) on the
+    client; the returned array has shape ``(n_rows, n_features + 1)`` or
+    ``(n_rows, n_outputs, n_features + 1)``.
+    """
+    from ._validation import check_rows
+
+    ensemble = _checked_ensemble(model)
+    shape = _ensemble_output_shape(ensemble, ensemble.n_features + 1)
+    return map_rows(function, ensemble, X, trailing_shape=shape, n_jobs=n_jobs,
+                    check=lambda empty: check_rows(ensemble, empty), **kwargs)
+
+
+def predict(function, model, X, *, n_jobs=None):
+    """Raw predictions, shape (n_rows, n_outputs), of a dask collection."""
+    from ._validation import check_rows
+
+    ensemble = _checked_ensemble(model)
+    return map_rows(function, ensemble, X, trailing_shape=(ensemble.n_outputs,),
+                    n_jobs=n_jobs, check=lambda empty: check_rows(ensemble, empty))
+
+
+def _checked_ensemble(model):
+    """The model's TreeEnsemble, refused as the in-memory functions refuse it."""
+    from ._model import to_ensemble
+    from .explain import _prepare
+
+    ensemble = to_ensemble(model)
+    _prepare(ensemble, np.empty((0, ensemble.n_features)))
+    return ensemble
+
+
+def piecewise_shap_values(game, X, *, n_jobs):
+    from ._validation import resolve_n_jobs
+    from .piecewise import _game_values
+
+    return _game_values(game, X, resolve_n_jobs(n_jobs))
+
+
+def piecewise_values(game, X, *, n_jobs=None):
+    """SHAP values of a piecewise-linear game (covers and leaf means built on
+    the client from in-memory background rows) on a dask collection."""
+    from ._validation import check_rows
+
+    ensemble = game.ensemble
+    shape = _ensemble_output_shape(ensemble, ensemble.n_features + 1)
+    return map_rows(piecewise_shap_values, game, X, trailing_shape=shape, n_jobs=n_jobs,
+                    check=lambda empty: check_rows(ensemble, empty))
+
+
+def _leaf_statistics_block(block, weight=None, *, payload):
+    from ._kernels import _piecewise
+    from ._validation import check_rows
+
+    ensemble, start, feature = payload
+    B = check_rows(ensemble, block)
+    if weight is None:
+        weight = np.ones(B.shape[0])
+    else:
+        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).reshape(-1))
+        if weight.shape != (B.shape[0],):
+            raise ValueError(f"background_weight has {weight.shape[0]} rows in a partition "
+                             f"where background has {B.shape[0]}.")
+        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+            raise ValueError("background_weight must be finite and non-negative.")
+    cover, complete, entry_sum = _piecewise.leaf_statistics(ensemble, B, weight, start,
+                                                            feature, 1)
+    return {"rows": B.shape[0], "weight": float(weight.sum()), "cover": cover,
+            "complete": complete, "entry_sum": entry_sum}
+
+
+def leaf_statistics(ensemble, background, background_weight, start, feature):
+    """Covers, complete-row weights and linear-feature sums of a dask
+    background (piecewise-linear game), summed over its partitions in one
+    pass; computed at once."""
+    from ._validation import check_rows
+
+    _check_rows_lazily(ensemble, background, check_rows)
+    collections = (background,) if background_weight is None else (
+        background, background_weight)
+    if background_weight is not None and not is_dask_collection(background_weight):
+        raise TypeError("with a dask background, background_weight must be a dask "
+                        "collection of the same row blocks (or None).")
+    payload = shipped_once((ensemble, start, feature))
+    total = reduce_statistics(_leaf_statistics_block, *collections, payload=payload).compute()
+    if total["rows"] == 0:
+        raise ValueError("background must contain at least one row.")
+    if not total["weight"] > 0:
+        raise ValueError("background_weight must not be all zero.")
+    return total["cover"], total["complete"], total["entry_sum"]
+
+
+def _check_rows_lazily(ensemble, X, check_rows):
+    """check_rows on an empty stand-in of a dask collection (width, names, dtypes)."""
+    if _is_dataframe_like(X):
+        check_rows(ensemble, X._meta)
+    elif getattr(X, "ndim", None) != 2:
+        raise ValueError("Expected a 2D dask array of rows, got "
+                         f"{getattr(X, 'ndim', '?')} dimension(s).")
+    else:
+        check_rows(ensemble, np.empty((0, X.shape[1]), dtype=X.dtype))
+
+
+# ----------------------------------------------------------------------------
+# One-pass statistics over partitions, tree-reduced
+
+
+@dataclass
+class Moments:
+    """Weight, mean and sum of squared deviations of values, merged exactly.
+
+    ``weight`` is a row count (or a sum of row weights), ``mean`` the
+    (weighted) mean and ``m2 = sum_i w_i (v_i - mean)^2``, per column. Two
+    groups merge by Chan, Golub and LeVeque's pairwise update (weighted as
+    in West, 1979): with ``delta = mean_b - mean_a`` and ``W = W_a + W_b``,
+    ``mean = mean_a + delta W_b / W`` and
+    ``m2 = m2_a + m2_b + delta^2 W_a W_b / W``. An empty group (weight 0) is
+    the identity, so empty partitions merge away.
+    """
+
+    weight: float
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def of(cls, values, weight=None):
+        """Moments of ``values`` (rows along axis 0), optionally weighted."""
+        values = np.asarray(values, dtype=np.float64)
+        if weight is None:
+            total = float(values.shape[0])
+            if total == 0:
+                zeros = np.zeros(values.shape[1:])
+                return cls(0.0, zeros, zeros.copy())
+            mean = values.mean(axis=0)
+            return cls(total, mean, ((values - mean) ** 2).sum(axis=0))
+        weight = np.asarray(weight, dtype=np.float64)
+        total = float(weight.sum())
+        if total == 0:
+            zeros = np.zeros(values.shape[1:])
+            return cls(0.0, zeros, zeros.copy())
+        w = weight.reshape((-1,) + (1,) * (values.ndim - 1))
+        mean = (w * values).sum(axis=0) / total
+        return cls(total, mean, (w * (values - mean) ** 2).sum(axis=0))
+
+    def merge(self, other):
+        """The moments of both groups together."""
+        if other.weight == 0:
+            return self
+        if self.weight == 0:
+            return other
+        total = self.weight + other.weight
+        delta = other.mean - self.mean
+        return Moments(
+            total,
+            self.mean + delta * (other.weight / total),
+            self.m2 + other.m2 + delta ** 2 * (self.weight * other.weight / total),
+        )
+
+    def variance(self, ddof=0):
+        """``m2 / (weight - ddof)`` (NaN when ``weight <= ddof``)."""
+        if self.weight <= ddof:
+            return np.full(np.shape(self.m2), np.nan)
+        return self.m2 / (self.weight - ddof)
+
+
+def merge_statistics(a, b):
+    """Merge two dicts of per-partition statistics with the same keys.
+
+    A :class:`Moments` value merges by Chan's update; anything else (a
+    number or an array: sums, counts) is added.
+    """
+    if set(a) != set(b):
+        raise ValueError(f"statistics with different keys: {sorted(a)} and {sorted(b)}.")
+    return {key: a[key].merge(b[key]) if isinstance(a[key], Moments) else a[key] + b[key]
+            for key in a}
+
+
+def _merge_group(group):
+    merged = group[0]
+    for other in group[1:]:
+        merged = merge_statistics(merged, other)
+    return merged
+
+
+def _row_blocks(collection):
+    """One ``dask.delayed`` per row block of a dask array, DataFrame or Series."""
+    if hasattr(collection, "map_partitions"):
+        return list(collection.to_delayed())
+    if not hasattr(collection, "chunks"):
+        raise TypeError(f"expected a dask collection, got {type(collection).__name__}.")
+    if collection.ndim > 1 and any(len(c) > 1 for c in collection.chunks[1:]):
+        collection = collection.rechunk({axis: -1 for axis in range(1, collection.ndim)})
+    return list(collection.to_delayed().reshape(-1))
+
+
+def reduce_statistics(function, *collections, split_every=8, **kwargs):
+    """One pass over row-aligned partitions, merged by a tree reduction.
+
+    ``function(*blocks, **kwargs)`` receives the in-memory blocks of the
+    same rows of every collection (ndarray, pandas DataFrame or Series) and
+    returns a dict of statistics: numbers or arrays that add up (sums,
+    counts) and :class:`Moments` (means and squared deviations). The dicts of
+    all partitions are merged by :func:`merge_statistics` in groups of
+    ``split_every`` (a tree of depth ``log_split_every(n_partitions)``), so
+    the client receives one small dict.
+
+    Parameters
+    ----------
+    function : callable
+    *collections : dask Array, DataFrame or Series
+        The same number of row blocks each, holding the same rows (dask
+        arrays: the same row chunks; a 1D array is rechunked to the first
+        collection's row chunks when these are known).
+    split_every : int, default=8
+        Partitions (or partial results) merged per task.
+    **kwargs
+        Passed to ``function``; a ``dask.delayed`` value (e.g. a model from
+        :func:`shipped_once`) is one key shared by all partitions.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        The merged dict; ``.compute()`` it (or ``dask.compute`` it with
+        others).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from sklearn_r2shap._dask import Moments, reduce_statistics
+    >>> y = np.arange(10.0)
+    >>> def statistics(block):
+    ...     return {"rows": len(block), "sum": block.sum(), "y": Moments.of(block)}
+    >>> total = reduce_statistics(statistics, da.from_array(y, chunks=((3, 0, 7),))).compute()
+    >>> total["rows"], float(total["sum"]), float(total["y"].mean)
+    (10, 45.0, 4.5)
+    >>> bool(np.isclose(total["y"].variance(ddof=1), y.var(ddof=1)))
+    True
+    """
+    dask = _import_dask()
+    if not collections:
+        raise ValueError("reduce_statistics needs at least one collection.")
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every}.")
+    first = collections[0]
+    aligned = []
+    for collection in collections:
+        if (hasattr(collection, "chunks") and hasattr(first, "chunks")
+                and collection is not first and collection.chunks[0] != first.chunks[0]
+                and not any(np.isnan(first.chunks[0]))):
+            collection = collection.rechunk({0: first.chunks[0]})
+        aligned.append(_row_blocks(collection))
+    counts = {len(blocks) for blocks in aligned}
+    if len(counts) != 1:
+        raise ValueError(
+            f"the collections have different numbers of partitions ({sorted(counts)}); "
+            "they must hold the same rows in the same blocks."
+        )
+    apply = dask.delayed(function, pure=True)
+    level = [apply(*blocks, **kwargs) for blocks in zip(*aligned)]
+    if not level:
+        raise ValueError("the collections have no partition.")
+    merge = dask.delayed(_merge_group, pure=True)
+    while len(level) > 1:
+        level = [merge(level[i:i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0]
