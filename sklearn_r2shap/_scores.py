@@ -217,7 +217,7 @@ class R2Decomposition:
                 "independent).",
                 (f"unattributed: model {what} - sum; ~0 on the training rows, larger on held-out "
                  "rows." if self.mode == "symmetric" or self.score in ("r2", "d2_brier") else
-                 f"unattributed: model {what} - sum: initial margin, tree means and the third-"
+                 f"unattributed: model {what} - sum: initial margin, tree means and the third- "
                  "and higher-order remainder."),
             ]
         return "\n".join(lines)
