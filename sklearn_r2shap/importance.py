@@ -1,18 +1,16 @@
-"""Shapley decomposition of a tree model's R^2 (Q-SHAP).
-
-The definitions and derivations are on the documentation page "Shapley
-decomposition of R^2" (``doc/r2_decomposition.rst``).
+"""Shapley decomposition of a tree model's R^2 or D^2 (Q-SHAP).
 
 :func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
 on data (X, y): the Shapley value, over features, of the explained sum of
-squares. :class:`ShapleyR2Importance` wraps it as a scikit-learn feature
-selector, and falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`)
-for regressors that are not trees.
+squares; for classifiers and models with a link, the shares of D^2 (Brier,
+log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
+:class:`ShapleyR2Importance` wraps it as a scikit-learn feature selector, and
+falls back on the shapFlex shares (:mod:`sklearn_r2shap.shapflex`) for
+regressors that are not trees.
 """
 import numbers
 import warnings
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -22,7 +20,8 @@ from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
 from ._model import UnsupportedModelError, to_ensemble
 from ._r2_terms import R2Terms
-from ._selector import BaseTreeSelector
+from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
+from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
 
 __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
@@ -30,211 +29,35 @@ __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
 _CHUNK_ROWS = 4096
 
 
-@dataclass
-class R2Decomposition:
-    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
+def _game_ensemble(ensemble, loss, scale):
+    """The single-value ensemble the kernel decomposes (and its mode).
 
-    Attributes
-    ----------
-    importances : ndarray of shape (n_features,)
-        R2_j; ``importances.sum() + r2_unattributed == r2``.
-    std_errors : ndarray of shape (n_features,)
-        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
-        of zero weight are left out, as if dropped). NaN for shapFlex.
-    r2 : float
-        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
-        shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
-    r2_unattributed : float
-        The part no feature receives (~0 in sample; constant terms otherwise;
-        for shapFlex, all of ``r2`` when no feature's removal raises the
-        residual variance).
-    feature_names : ndarray of str
-    mode : str
-        Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
-        sequential decomposition) or "symmetric" (averaging ensembles such
-        as forests). shapFlex: where the SHAP values came from, "tree",
-        "piecewise-linear tree", "linear" or "callable".
-    n_rows : int
-    local : ndarray of shape (n_rows, n_features) or None
-        Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
-    method : {"qshap", "shapflex"}
-        Exact Shapley values of R^2, or the shapFlex shares.
-    sigma_unique : float or None
-        shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
-        the residual variance each feature adds when its SHAP term is
-        removed, summed over features, relative to the explained variance.
-        A ratio, not a share: 1 for an OLS fit on uncorrelated features,
-        below 1 when correlated features can stand in for each other, above
-        1 when correlated terms of opposite sign cancel (removing either
-        one undoes the cancellation; 1.08 for a ridge regression of the
-        diabetes data, whose s1 and s2 do this). NaN when the model predicts
-        y no better than its mean.
-    residual_variance_ratios : ndarray of shape (n_features,) or None
-        shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
-    model_name : str or None
-        The class name of the decomposed model (plot titles).
-    algorithm : {"exact", "sampled"}
-        Q-SHAP: "exact" values, or the "sampled" (unbiased Monte Carlo)
-        estimate, whose ``std_errors`` include the Monte Carlo noise.
-        "exact" for shapFlex (no sampling).
-    mc_std_errors : ndarray of shape (n_features,) or None
-        Sampled algorithm: the Monte Carlo part of the error alone,
-        ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
-        with ``n_permutations=1``); None for exact values.
-    n_rows_sampled : int or None
-        With ``max_samples``: the rows decomposed (``importances`` estimate
-        the R2_j of all ``n_rows``); None when every row was used.
+    Vector leaves (scikit-learn classifiers' class probabilities, CatBoost
+    multiclass) become one tree per output, in the model's order; the
+    squared-error regression trees are divided by ``scale`` (a power of two:
+    exact). Averaging ensembles are decomposed in the symmetric mode, which
+    needs a squared loss.
     """
-
-    importances: np.ndarray
-    std_errors: np.ndarray
-    r2: float
-    r2_unattributed: float
-    feature_names: np.ndarray
-    mode: str
-    n_rows: int
-    local: Optional[np.ndarray] = field(default=None, repr=False)
-    method: str = "qshap"
-    sigma_unique: Optional[float] = None
-    residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
-    model_name: Optional[str] = None
-    algorithm: str = "exact"
-    mc_std_errors: Optional[np.ndarray] = field(default=None, repr=False)
-    n_rows_sampled: Optional[int] = None
-
-    def to_frame(self, sort=True):
-        """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
-
-        ``share`` is each R2_j over the model's R^2. Rows are features,
-        sorted by decreasing R2_j unless ``sort=False``.
-        """
-        import pandas as pd
-
-        frame = pd.DataFrame(
-            {
-                "r2": self.importances,
-                "std_error": self.std_errors,
-                "share": self.importances / self.r2 if self.r2 != 0 else np.nan,
-            },
-            index=pd.Index(self.feature_names, name="feature"),
-        )
-        return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
-
-    def plot(self, ax=None, max_features=20):
-        """Horizontal bar chart of R2_j, largest on top (matplotlib).
-
-        The title names the model and its R^2; Q-SHAP bars carry +/-1
-        standard error (over rows) as error bars. shapFlex shares have no
-        standard error and are drawn without error bars.
-
-        Returns
-        -------
-        matplotlib Axes
-        """
-        from .plotting import plot_bars
-
-        shapflex = self.method == "shapflex"
-        model = f"{self.model_name}\n" if self.model_name else ""
-        if shapflex:
-            title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
-                     f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
-                     "no error bars: shapFlex has no standard error")
-        else:
-            title = (f"{model}R$^2$ = {self.r2:.3f} on {self.n_rows} rows "
-                     f"(unattributed {self.r2_unattributed:+.3f})\n"
-                     "bars: \u00b11 standard error over rows")
-        return plot_bars(
-            self.importances, None if shapflex else self.std_errors, self.feature_names,
-            ax=ax, max_features=max_features,
-            xlabel="feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$ (R2_j)",
-            title=title,
-        )
-
-    def __str__(self):
-        shapflex = self.method == "shapflex"
-        order = np.argsort(-self.importances, kind="mergesort")
-        width = max(12, max(len(str(n)) for n in self.feature_names))
-        lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
-        for j in order:
-            share = self.importances[j] / self.r2 if self.r2 else np.nan
-            error = "" if shapflex else f"{self.std_errors[j]:.4f}"
-            lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
-                         f"{error:>9} {share:>7.1%}")
-        lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
-        lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
-        if shapflex:
-            lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
-                         f"{self.mode} SHAP values)")
-            lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
-            lines += [
-                "",
-                "R2_j: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
-                "  not a Shapley decomposition of R2. share = R2_j / Gelman R2.",
-                "std.err: none (shapFlex shares are not sums over rows).",
-                "sigma_unique: residual variance added by removing each feature's SHAP term,",
-                "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
-                "  features, above 1 when correlated terms cancel).",
-            ]
-        else:
-            lines.append(f"{'model R2':<{width}} {self.r2:>9.4f}")
-            if self.algorithm == "sampled" or self.n_rows_sampled is not None:
-                rows = ("" if self.n_rows_sampled is None else
-                        f", {self.n_rows_sampled} of {self.n_rows} rows")
-                lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
-            kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
-            lines += [
-                "",
-                f"R2_j: the feature's {kind} Shapley share of the model's R2 on these "
-                f"{self.n_rows} rows;",
-                "  share = R2_j / model R2. A negative R2_j means the feature makes the fit",
-                "  worse on these rows.",
-                f"std.err: standard error of R2_j over the {self.n_rows} rows (rows treated as "
-                "independent).",
-                "unattributed: model R2 - sum; ~0 on the training rows, larger on held-out rows.",
-            ]
-        return "\n".join(lines)
-
-
-def _check_target(y, n_rows, sample_weight):
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional for an R^2 decomposition, got shape {y.shape}.")
-    if len(y) != n_rows:
-        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
-    if sample_weight is None:
-        weight = np.ones(n_rows)
-    else:
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        if weight.shape != (n_rows,):
-            raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
-        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-            raise ValueError("sample_weight must be finite and non-negative.")
-    if n_rows < 2:
-        raise ValueError(f"An R^2 decomposition needs at least 2 samples; got {n_rows} sample.")
-    mean = np.average(y, weights=weight) if weight.sum() > 0 else np.nan
-    total = float(np.sum(weight * (y - mean) ** 2))
-    if not total > 0:
-        raise ValueError("y is constant (with the given weights): R^2 is not defined.")
-    return y, weight, total
-
-
-def _check_regression_ensemble(ensemble):
-    if ensemble.objective != "squared_error" or ensemble.n_outputs != 1 or ensemble.n_values != 1:
-        what = (f"objective {ensemble.objective!r}" if ensemble.objective != "squared_error"
-                else f"{ensemble.n_outputs} outputs")
+    work = ensemble
+    if isinstance(loss, SquaredError) and loss.classes is not None:
+        outputs = loss.outputs
+        work = ensemble.per_output(outputs)
+        if len(outputs) != ensemble.n_outputs:  # binary: class 1 becomes output 0
+            work = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
+                           base_value=ensemble.base_value[outputs].copy())
+    elif ensemble.n_values > 1:
+        work = ensemble.per_output()
+    if scale != 1.0:
+        work = replace(work, value=work.value / scale, base_value=work.base_value / scale)
+    symmetric = bool(work.averaging)
+    if symmetric and not loss.symmetric:
         raise UnsupportedModelError(
-            f"The Q-SHAP R^2 decomposition needs a single-output regressor fitted with the "
-            f"squared error; {ensemble.model_type} has {what}."
+            f"{ensemble.model_type} averages its trees in the margin space of objective "
+            f"{ensemble.objective!r}: the D^2 decomposition of an averaging ensemble is "
+            "defined for the squared error and the Brier score only; use shap_values or "
+            "TreeGradRanker instead."
         )
-    if ensemble.has_linear_leaves:
-        raise UnsupportedModelError(
-            f"{ensemble.model_type} has linear leaves; the R^2 decomposition supports "
-            "constant leaves only."
-        )
+    return work, symmetric
 
 
 def _chunk_rows(n_trees):
@@ -264,10 +87,57 @@ def squared_error_game(leaf, y, weight, base, tree_mean, symmetric):
     return np.ascontiguousarray(square), np.ascontiguousarray(-2.0 * square * residual)
 
 
+def second_order_game(leaf, loss, target, weight, base, tree_output):
+    """Coefficients (a, b) of the per-tree second-order games, shape (n_rows, n_trees).
+
+    Tree k (adding to margin c = ``tree_output[k]``) of row i contributes
+    ``w_i Sh[g_ik m_k + h_ik m_k^2 / 2] = a Sh[m_k^2] + b Sh[m_k]`` with
+    a = w_i h_ik / 2 and b = w_i g_ik, where g and h are the first and second
+    derivatives of the row's loss in margin c at the margins F_{k-1}(x_i) of
+    the trees before k, starting from the initial margins ``base``. For the
+    squared error l = (y - F)^2 / 2 this is half the squared-error game.
+    """
+    n_rows, n_trees = leaf.shape
+    square = np.empty((n_rows, n_trees))
+    linear = np.empty((n_rows, n_trees))
+    if loss.separable:  # each output's margin only moves with its own trees
+        for c in range(len(base)):
+            trees = np.flatnonzero(tree_output == c)
+            if len(trees) == 0:
+                continue
+            own = leaf[:, trees]
+            before = base[c] + (np.cumsum(own, axis=1) - own)
+            g, h = loss.derivatives(target[:, [c]], before, c)
+            square[:, trees], linear[:, trees] = h, g
+    else:  # softmax: every margin moves p_c; one margin changes at a time
+        margin = np.repeat(np.asarray(base, dtype=np.float64)[None, :], n_rows, axis=0)
+        for k in range(n_trees):
+            c = tree_output[k]
+            linear[:, k], square[:, k] = loss.derivatives(target, margin, c)
+            margin[:, c] += leaf[:, k]
+    square *= 0.5 * weight[:, None]
+    linear *= weight[:, None]
+    return square, linear
+
+
+def _symmetric_game(leaf, target, weight, base, tree_mean, tree_output):
+    """Half the squared-error games of the symmetric mode, per output (Brier: per class)."""
+    square = np.empty(leaf.shape)
+    linear = np.empty(leaf.shape)
+    for c in range(len(base)):
+        trees = np.flatnonzero(tree_output == c)
+        if len(trees) == 0:
+            continue
+        a, b = squared_error_game(leaf[:, trees], target[:, c], weight, float(base[c]),
+                                  tree_mean[trees], True)
+        square[:, trees], linear[:, trees] = a / 2.0, b / 2.0
+    return square, linear
+
+
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
                      verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
                      n_permutations=2, max_samples=None, random_state=None):
-    """Shapley decomposition of a tree model's R^2 on (X, y) (Q-SHAP).
+    """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
     For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
     with v_S the path-dependent value function and Q0 = sum_i (y_i - ybar)^2;
@@ -278,6 +148,20 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     and derivations are on the documentation page "Shapley decomposition
     of R^2".
 
+    Classifiers and models with a link split D^2 = 1 - L(model) / L0
+    (documentation page "D^2 decomposition"):
+
+    * scikit-learn tree and forest classifiers (class probabilities averaged
+      over trees): the Brier score, exactly, one squared game per class
+      (``score="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
+    * boosted models with a link (binary and multiclass log-loss, Poisson,
+      Gamma, Tweedie): tree by tree in the model's order, the second-order
+      game S -> g_ik m_k,S(x_i) + h_ik m_k,S(x_i)^2 / 2 with g, h the
+      derivatives of the loss at the margins before tree k:
+      R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
+      remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
+      ``"d2_tweedie"``).
+
     The exact algorithm costs, per row and tree, about the square of the
     number of leaves. For models where that is out of reach (deep forests),
     the sampled algorithm estimates the same R2_j without bias by random
@@ -285,13 +169,16 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
     Parameters
     ----------
-    model : fitted tree regressor
-        Squared-error scikit-learn tree / forest / (Hist)GradientBoosting,
-        XGBoost, LightGBM or CatBoost regressor.
+    model : fitted tree model
+        A scikit-learn tree / forest / (Hist)GradientBoosting, XGBoost,
+        LightGBM or CatBoost model fitted with the squared error, a
+        scikit-learn tree or forest classifier, or a boosted model fitted
+        with the log-loss, Poisson, Gamma or Tweedie loss.
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
+        Targets; class labels (as in ``model.classes_``) for classifiers.
     sample_weight : array-like of shape (n_rows,), optional
-        Weighted sums and weighted mean of y.
+        Weights of the rows in every sum and mean (e.g. class weights).
     return_local : bool, default=False
         Keep the (n_rows, n_features) per-row terms in ``.local``.
     n_jobs : int, default=None
@@ -326,6 +213,15 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     Returns
     -------
     R2Decomposition
+        ``score`` names the score that ``r2`` holds and ``importances``
+        split; ``importances.sum() + r2_unattributed == r2``.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For losses without a second derivative (absolute error, quantile,
+        Huber), other objectives, averaging ensembles with a link, linear
+        leaves, and multi-output models.
 
     See Also
     --------
@@ -352,21 +248,51 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.all(np.abs(sampled.importances - result.importances)
     ...             <= 4 * sampled.mc_std_errors + 1e-12))
     True
+
+    A classifier's log-loss D^2:
+
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> from sklearn.metrics import d2_log_loss_score
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    >>> result = r2_decomposition(model, X, y)
+    >>> result.score
+    'd2_log_loss'
+    >>> bool(np.isclose(result.r2, d2_log_loss_score(y, model.predict_proba(X))))
+    True
+    >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
+    True
     """
     from sklearn.utils import check_random_state
 
     ensemble = to_ensemble(model)
-    _check_regression_ensemble(ensemble)
+    loss = loss_of(ensemble)
     # the user's column names (LightGBM stores them with spaces replaced)
     names = column_names(X)
     if names is None:
         names = ensemble.feature_names
     n_threads = resolve_n_jobs(n_jobs)
     n_rows, n_features = n_rows_features(X)
-    y, weight, total = _check_target(y, n_rows, sample_weight)
+    scale = 1.0
+    if isinstance(loss, SquaredError) and loss.classes is None:
+        y, weight, scale = check_target(y, n_rows, sample_weight)
+        target = (y / scale)[:, None]
+    else:
+        weight = check_weights(sample_weight, n_rows)
+        target = loss.target(y, n_rows, ensemble)
+    work, symmetric = _game_ensemble(ensemble, loss, scale)
+    with np.errstate(all="ignore"):
+        total = loss.null_loss(target, weight)
+    if not total > 0:
+        what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
+        raise ValueError(f"y {what} (with the given weights): "
+                         f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
     n_permutations = check_n_permutations(n_permutations)
-    tree_mean = np.ascontiguousarray(_predict.node_means(ensemble)[ensemble.tree_start[:-1], 0])
-    symmetric = bool(ensemble.averaging)
+    tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
+    base = np.asarray(work.base_value, dtype=np.float64)
+    # the kernels add every tree to one output: the games already carry the class
+    single = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64))
 
     # draws only when something is random (random_state=None uses numpy's global state)
     random = check_random_state(random_state)
@@ -375,14 +301,14 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         raise ValueError("return_local=True needs every row: it cannot be combined with "
                          "max_samples.")
     n_used = n_rows if rows is None else len(rows)
-    slots = _qshap_sampled.tree_slots(ensemble)
-    cost = ensemble_cost(ensemble, n_used, n_threads, n_permutations, slots)
+    slots = _qshap_sampled.tree_slots(single)
+    cost = ensemble_cost(single, n_used, n_threads, n_permutations, slots)
     algorithm = choose_algorithm(algorithm, cost, exact_budget)
     seed = int(random.randint(np.iinfo(np.int64).max)) if algorithm == "sampled" else 0
-    terms_of = R2Terms(ensemble, algorithm, n_threads, n_permutations, seed, slots)
+    terms_of = R2Terms(single, algorithm, n_threads, n_permutations, seed, slots)
     seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
     # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
-    chunk_rows = min(_chunk_rows(ensemble.n_trees),
+    chunk_rows = min(_chunk_rows(work.n_trees),
                      chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads))
     if algorithm == "sampled":
         chunk_rows = min(chunk_rows, max(16, (1 << 22) // (n_permutations * n_features)))
@@ -392,19 +318,24 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
     # the model's R^2 (and Q0) are over every row, also with max_samples
-    prediction = np.empty(n_rows)
+    prediction = np.empty((n_rows, work.n_outputs))
     if rows is not None:
         for start, stop, block in iter_row_blocks(ensemble, X, _CHUNK_ROWS):
-            prediction[start:stop] = _predict.predict_raw(ensemble, block, n_threads)[:, 0]
+            prediction[start:stop] = _predict.predict_raw(work, block, n_threads)
     progress = Progress(n_used, verbose, f"R^2 decomposition ({algorithm})", seconds)
     for start, stop, X_chunk in iter_row_blocks(ensemble, X, chunk_rows, rows):
         ids = np.arange(start, stop) if rows is None else rows[start:stop]
-        leaf = _predict.leaf_values(ensemble, X_chunk, n_threads)
-        square_coef, linear_coef = squared_error_game(
-            leaf, y[ids], weight[ids], float(ensemble.base_value[0]), tree_mean, symmetric)
+        leaf = _predict.leaf_values(work, X_chunk, n_threads)
+        with np.errstate(all="ignore"):
+            if symmetric:
+                square_coef, linear_coef = _symmetric_game(
+                    leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
+            else:
+                square_coef, linear_coef = second_order_game(
+                    leaf, loss, target[ids], weight[ids], base, work.tree_output)
         terms, variance = terms_of(X_chunk, square_coef, linear_coef, ids)
         if rows is None:
-            prediction[start:stop] = _predict.predict_raw(ensemble, X_chunk, n_threads)[:, 0]
+            prediction[start:stop] = _predict.predict_raw(work, X_chunk, n_threads)
         chunk = -terms / total
         sums += chunk.sum(axis=0)
         if variance is not None:
@@ -436,7 +367,14 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         mc_std_errors = (np.sqrt(mc_variance) * scale if n_permutations > 1
                          else np.full(n_features, np.nan))
 
-    r2 = 1.0 - float(np.sum(weight * (y - prediction) ** 2)) / total
+    with np.errstate(all="ignore"):
+        r2 = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / total
+    if not (np.isfinite(r2) and np.all(np.isfinite(sums))):
+        raise FloatingPointError(
+            f"The {loss.score} decomposition of {ensemble.model_type} is not finite: the "
+            "margins, targets or leaf values overflow in double precision (e.g. exp of a "
+            "huge margin); rescale y or check the model's predictions."
+        )
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
     return R2Decomposition(
@@ -445,7 +383,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
         model_name=ensemble.model_type or None,
         algorithm=algorithm, mc_std_errors=mc_std_errors,
-        n_rows_sampled=None if rows is None else n_used,
+        n_rows_sampled=None if rows is None else n_used, score=loss.score, power=loss.power,
     )
 
 
@@ -469,12 +407,15 @@ def _subsample_rows(n_rows, max_samples, random):
 
 
 class ShapleyR2Importance(BaseTreeSelector):
-    """Feature selection by each feature's share of the model's R^2.
+    """Feature selection by each feature's share of the model's R^2 (or D^2).
 
-    Fits a regressor (or takes a fitted one) and splits its R^2 on the data
+    Fits a model (or takes a fitted one) and splits its R^2 on the data
     into per-feature parts R2_j. For tree models the split is exact Shapley
     values of R^2 (Q-SHAP, :func:`r2_decomposition`), which add up, with the
-    unattributed part, to the model's R^2. For other regressors it is the
+    unattributed part, to the model's R^2; for tree classifiers and boosted
+    models with a link it splits D^2 (Brier score for scikit-learn tree and
+    forest classifiers, log-loss for boosted classifiers, Tweedie deviance
+    for Poisson / Gamma / Tweedie models). For other regressors it is the
     shapFlex shares computed from SHAP values
     (:func:`~sklearn_r2shap.shapflex_decomposition`), which add up to Gelman's
     R^2 and are *not* a Shapley decomposition of R^2. Acts as a
@@ -484,15 +425,19 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     Parameters
     ----------
-    estimator : regressor, default=None
-        A squared-error tree model of scikit-learn, XGBoost, LightGBM or
-        CatBoost (Q-SHAP or shapFlex), or any regressor (shapFlex). None uses
+    estimator : regressor or classifier, default=None
+        A tree model of scikit-learn, XGBoost, LightGBM or CatBoost fitted
+        with the squared error, the log-loss, Poisson, Gamma or Tweedie, a
+        scikit-learn tree or forest classifier (Q-SHAP), or any regressor
+        (shapFlex). None uses
         ``HistGradientBoostingRegressor(random_state=0)``. A
         :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
     method : {"auto", "qshap", "shapflex"}, default="auto"
-        "qshap": exact Shapley values of R^2 (squared-error tree models with
-        constant leaves). "shapflex": the shapFlex shares from SHAP values.
-        "auto": "qshap" where it applies, "shapflex" otherwise.
+        "qshap": exact Shapley values of R^2 or D^2 (tree models with
+        constant leaves). "shapflex": the shapFlex shares from SHAP values
+        (regressors only). "auto": "qshap" where it applies, "shapflex"
+        otherwise for regressors; a classifier "qshap" cannot read raises
+        an error naming what was tried.
     shap_values : callable, default=None
         shapFlex only: ``shap_values(estimator, X)`` returning the SHAP
         values as an (n_samples, n_features) or (n_samples, n_features + 1)
@@ -513,7 +458,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
         Cross-fitted importances: a clone is fitted on each training fold
-        and R^2 decomposed on its held-out fold; the fold values are
+        and R^2 decomposed on its held-out fold (stratified folds for
+        classifiers, as ``check_cv`` gives them); the fold values are
         averaged (``cv_importances_`` keeps them) and the estimator is then
         refitted on all the data for ``transform``.
     n_jobs : int, default=None
@@ -551,8 +497,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         standard deviation of the fold values over sqrt(n_folds). NaN for
         shapFlex without ``cv`` (its shares are not sums over rows).
     r2_ : float
-        The model's R^2 on the data (mean over folds with ``cv``); Gelman's
-        R^2 for shapFlex.
+        The model's R^2 or D^2 on the data (mean over folds with ``cv``);
+        Gelman's R^2 for shapFlex.
+    score_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``r2_`` is and ``feature_importances_`` split.
     r2_unattributed_ : float
         ``r2_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
@@ -673,6 +621,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.feature_importances_ = result.importances
             self.importances_std_ = result.std_errors
             self.r2_ = result.r2
+            self.score_ = result.score
             self.method_ = result.method
             self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
@@ -689,8 +638,13 @@ class ShapleyR2Importance(BaseTreeSelector):
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
-        cv = check_cv(self.cv, y, classifier=False)
+        from sklearn.base import is_classifier
+
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        # stratified folds for classifiers, as cross_val_score uses
+        cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
+        scores = set()
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
@@ -702,6 +656,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             r2.append(result.r2)
             sigma_unique.append(result.sigma_unique)
             methods.add(result.method)
+            scores.add(result.score)
             algorithms.add(result.algorithm)
         self.cv_importances_ = np.asarray(importances)
         self.feature_importances_ = self.cv_importances_.mean(axis=0)
@@ -710,6 +665,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                                  if n_folds > 1 else np.zeros_like(self.feature_importances_))
         self.r2_ = float(np.mean(r2))
         (self.method_,) = methods
+        (self.score_,) = scores
         self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
@@ -719,12 +675,24 @@ class ShapleyR2Importance(BaseTreeSelector):
         """(method, TreeEnsemble or None) for a fitted model."""
         if self.method == "shapflex":
             return "shapflex", None
+        from sklearn.base import is_classifier
+
         try:
             ensemble = self._tree_ensemble(model)
-            _check_regression_ensemble(ensemble)
-        except UnsupportedModelError:
+            loss_of(ensemble)
+        except UnsupportedModelError as error:
             if self.method == "qshap":
                 raise
+            if is_classifier(model):  # shapFlex decomposes regressors only
+                raise UnsupportedModelError(
+                    f"{type(model).__name__} is a classifier: method='auto' tried the exact "
+                    f"D^2 decomposition, which needs a tree classifier it can read exactly "
+                    f"({error}), and shapFlex, which decomposes regressors only. Use a "
+                    "scikit-learn tree, forest or (Hist)GradientBoosting classifier, or an "
+                    "XGBoost, LightGBM or CatBoost classifier with the log-loss; or "
+                    "sklearn.inspection.permutation_importance with "
+                    "scoring='neg_log_loss' (sampled, not a decomposition)."
+                ) from error
             return "shapflex", None
         if self.shap_values is not None:
             raise ValueError(

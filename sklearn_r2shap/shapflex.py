@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
+from ._scores import R2Decomposition, check_target
 from ._validation import column_names, n_rows_features
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
@@ -359,11 +360,10 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     >>> result.feature_names[np.argmax(result.importances)]
     'bmi'
     """
-    from .importance import R2Decomposition, _check_target
 
     names = column_names(X)
     n_rows, n_features = n_rows_features(X)
-    y, weight, _ = _check_target(y, n_rows, sample_weight)
+    y, weight, _ = check_target(y, n_rows, sample_weight)
     phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
     prediction = _checked_prediction(model, X, phi, phi_0, y, source)
     importances, r2, sigma_unique, ratios = shapflex_shares(phi, prediction, y, weight)

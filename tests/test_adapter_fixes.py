@@ -167,6 +167,8 @@ def _regressors():
 
 
 SQUARED_ERROR = {"tree", "forest", "gb", "hgb", "xgb", "lgbm", "lgbm-rmse", "catboost"}
+LOG_LINK = {"hgb-poisson", "hgb-gamma", "xgb-poisson", "lgbm-poisson", "lgbm-gamma",
+            "lgbm-tweedie", "catboost-poisson", "catboost-tweedie"}
 
 
 @pytest.mark.parametrize("name", sorted(_regressors()))
@@ -180,8 +182,15 @@ def test_squared_error_means_predict_is_the_raw_sum(name):
     if ens.objective == "squared_error":
         np.testing.assert_allclose(predict_raw(ens, X)[:, 0], model.predict(X),
                                    rtol=1e-6, atol=1e-6)
+    elif name in LOG_LINK:  # boosted with a log link: the Tweedie D^2 is decomposed
+        from sklearn.metrics import d2_tweedie_score
+
+        result = r2_decomposition(model, X, y)
+        assert result.score == "d2_tweedie"
+        expected = d2_tweedie_score(y, model.predict(X), power=result.power)
+        assert abs(result.r2 - expected) < 1e-6
     else:
-        with pytest.raises(UnsupportedModelError, match="squared error"):
+        with pytest.raises(UnsupportedModelError):
             r2_decomposition(model, X, y)
 
 

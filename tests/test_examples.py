@@ -73,3 +73,8 @@ def test_dask_local_cluster():
     assert float(line.split(":")[-1]) < 1e-10
     line = next(line for line in out.splitlines() if "raw prediction" in line)
     assert float(line.split(":")[-1]) < 1e-8
+
+
+def test_d2_classifiers_quick():
+    out = run("d2_classifiers.py", "--quick")
+    assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out

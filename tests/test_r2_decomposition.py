@@ -19,7 +19,6 @@ import pytest
 from dataclasses import replace
 from sklearn.ensemble import (
     ExtraTreesRegressor,
-    GradientBoostingClassifier,
     GradientBoostingRegressor,
     HistGradientBoostingRegressor,
     RandomForestRegressor,
@@ -499,21 +498,6 @@ def test_xgboost_base_score_far_from_mean():
 # --------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------
-def _classifiers():
-    X, y = make_data(30, n=40)
-    label = (y > np.median(y)).astype(int)
-    yield "log_loss", GradientBoostingClassifier(n_estimators=3, max_depth=2).fit(X, label)
-    xgb = pytest.importorskip("xgboost")
-    yield "binary:logistic", xgb.XGBClassifier(n_estimators=3, max_depth=2, n_jobs=1).fit(X, label)
-
-
-def test_classifiers_raise():
-    X, y = make_data(30, n=40)
-    for objective, model in _classifiers():
-        with pytest.raises(UnsupportedModelError, match=objective):
-            r2_decomposition(model, X, y)
-
-
 def _non_squared_losses():
     X, y = make_data(31, n=40)
     yield "absolute_error", GradientBoostingRegressor(

@@ -182,7 +182,7 @@ def test_local_r2_and_decompose(diabetes):
     assert "unattributed" in str(result)
 
 
-def test_classifier_and_other_losses_are_refused():
+def test_other_losses_are_refused_and_classifiers_decomposed():
     X, y = make_regression(n_samples=60, n_features=3, random_state=0)
     absolute = GradientBoostingRegressor(loss="absolute_error", n_estimators=5)
     with pytest.raises(UnsupportedModelError, match="absolute_error"):
@@ -192,11 +192,11 @@ def test_classifier_and_other_losses_are_refused():
     from sklearn.ensemble import GradientBoostingClassifier
 
     classifier = GradientBoostingClassifier(n_estimators=5)
-    with pytest.raises(UnsupportedModelError, match="log_loss"):
-        ShapleyR2Importance(classifier, method="qshap").fit(X, y > 0)
-    for method in ("auto", "shapflex"):
-        with pytest.raises(UnsupportedModelError, match="classifier"):
-            ShapleyR2Importance(classifier, method=method).fit(X, y > 0)
+    for method in ("auto", "qshap"):
+        fitted = ShapleyR2Importance(classifier, method=method).fit(X, y > 0)
+        assert (fitted.method_, fitted.score_) == ("qshap", "d2_log_loss")
+    with pytest.raises(UnsupportedModelError, match="classifier"):
+        ShapleyR2Importance(classifier, method="shapflex").fit(X, y > 0)
 
 
 def test_plot_draws_bars(diabetes):

@@ -129,6 +129,7 @@ def convert(model):
         "grow_policy": "SymmetricTree" if oblivious else
         params.get("tree_learner_options", {}).get("grow_policy", "non-symmetric"),
         "loss_function": loss,
+        "loss_params": dict(params.get("loss_function", {}).get("params", {})),
         "scale": float(scale),
     }
     if encoder is not None:

@@ -17,7 +17,7 @@ row-independent quantities of the path-dependent game (doc/local_attributions.rs
   root-to-leaf path, which fixes the degree of the polynomials the quadrature
   kernels integrate.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import List, Optional
 
 import numpy as np
@@ -372,6 +372,55 @@ class TreeEnsemble:
     def tree_nodes(self, t):
         """Global node indices of tree ``t``."""
         return np.arange(self.tree_start[t], self.tree_start[t + 1])
+
+    def per_output(self, outputs=None):
+        """A copy with one value per leaf: tree t becomes one tree per output.
+
+        For vector-leaf ensembles (``n_values == n_outputs > 1``: scikit-learn
+        tree classifiers' class probabilities, CatBoost multiclass), tree t
+        is repeated for each output c in ``outputs`` (default: all), in the
+        order (t, c0), (t, c1), ..., with leaf values ``value[:, c]`` and
+        ``tree_output = c``. The kernels need ``n_values == 1``.
+        """
+        if self.n_values == 1:
+            return self
+        if self.has_linear_leaves:
+            raise ValueError("per_output does not support linear leaves")
+        outputs = np.arange(self.n_values) if outputs is None else np.asarray(outputs, np.int64)
+        sizes = np.diff(self.tree_start)
+        n_trees, n_out = self.n_trees, len(outputs)
+        block_size = np.repeat(sizes, n_out)  # blocks in the order (t, c)
+        new_start = np.concatenate([[0], np.cumsum(block_size)]).astype(np.int64)
+        # source node of every new node, and the offset new - old of its block
+        old_start = np.repeat(self.tree_start[:-1], n_out)
+        offset = np.repeat(new_start[:-1] - old_start, block_size)
+        source = np.arange(new_start[-1]) - offset
+
+        def moved(index):
+            index = index[source]
+            return np.where(index >= 0, index + offset, index).astype(np.int64)
+
+        column = np.repeat(np.tile(outputs, n_trees), block_size)
+        value = np.ascontiguousarray(self.value[source, column][:, None])
+        return replace(
+            self,
+            children_left=moved(self.children_left),
+            children_right=moved(self.children_right),
+            default_child=moved(self.default_child),
+            feature=self.feature[source].copy(),
+            threshold=self.threshold[source].copy(),
+            decision_type=self.decision_type[source].copy(),
+            cat_start=self.cat_start[source].copy(),
+            cat_words=self.cat_words[source].copy(),
+            cover=self.cover[source].copy(),
+            cover_ratio=self.cover_ratio[source].copy(),
+            parent=moved(self.parent),
+            prev_same=moved(self.prev_same),
+            value=value,
+            tree_start=new_start,
+            tree_output=np.tile(outputs, n_trees).astype(np.int64),
+            info=dict(self.info),
+        )
 
 
 def _cover_ratio(cover, parent):

@@ -107,6 +107,8 @@ def convert(model):
     ]
     objective_string = dump.get("objective")
     objective = _objective(objective_string)
+    if objective == "tweedie":  # not in the objective string; 1.5 is LightGBM's default
+        info["tweedie_variance_power"] = float(booster.params.get("tweedie_variance_power", 1.5))
     info.update(
         allow_nan=True,
         n_trees_total=booster.num_trees(),

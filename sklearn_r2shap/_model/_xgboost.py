@@ -141,6 +141,10 @@ def convert(model, missing=None):
     )
     if types is not None:
         info["feature_types"] = list(types)
+    power = learner["objective"].get("tweedie_regression_param", {}).get("tweedie_variance_power")
+    if power is not None:
+        # stored as a float32: the shortest decimal that rounds to it, e.g. 1.3
+        info["tweedie_variance_power"] = float(str(np.float32(power)))
     categories = _training_categories(forest)
     if categories:
         info["category_levels"] = categories

@@ -1,0 +1,566 @@
+"""The scores a decomposition splits, and the result type both decompositions return.
+
+A score is ``1 - L(model) / L0``: R^2 for the squared error, D^2 for the
+Brier score, the log-loss and the Tweedie deviances (scikit-learn's
+``r2_score``, ``d2_brier_score``, ``d2_log_loss_score``,
+``d2_tweedie_score``). ``L0 = sum_i w_i [l(y_i, best constant) - l(y_i,
+saturated)]``. Each loss below is written per row in the model's raw
+(margin) space, with its first and second derivatives in one margin, which
+define the per-tree second-order games of :func:`~sklearn_r2shap.r2_decomposition`
+(documentation page "D^2 decomposition").
+
+Weights are rescaled by a power of two (exact) so that the largest is in
+[0.5, 1); squared-error targets and leaf values are rescaled the same way, so
+that neither tiny nor huge scales underflow or overflow.
+"""
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from scipy.special import expit, logsumexp, xlogy
+
+from ._model import UnsupportedModelError
+
+__all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
+
+SCORE_LABELS = {
+    "r2": "R^2",
+    "d2_brier": "D^2 (Brier)",
+    "d2_log_loss": "D^2 (log-loss)",
+    "d2_tweedie": "D^2 (Tweedie deviance)",
+}
+
+_ALTERNATIVES = ("use shap_values (exact SHAP values of the model's raw output) or "
+                 "TreeGradRanker (feature ranking) instead")
+
+
+@dataclass
+class R2Decomposition:
+    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
+
+    Attributes
+    ----------
+    importances : ndarray of shape (n_features,)
+        R2_j; ``importances.sum() + r2_unattributed == r2``.
+    std_errors : ndarray of shape (n_features,)
+        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
+        of zero weight are left out, as if dropped). NaN for shapFlex.
+    r2 : float
+        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
+        shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
+    r2_unattributed : float
+        The part no feature receives (~0 in sample; constant terms otherwise;
+        for shapFlex, all of ``r2`` when no feature's removal raises the
+        residual variance).
+    feature_names : ndarray of str
+    mode : str
+        Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
+        sequential decomposition) or "symmetric" (averaging ensembles such
+        as forests). shapFlex: where the SHAP values came from, "tree",
+        "piecewise-linear tree", "linear" or "callable".
+    n_rows : int
+    local : ndarray of shape (n_rows, n_features) or None
+        Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
+    method : {"qshap", "shapflex"}
+        Exact Shapley values of R^2, or the shapFlex shares.
+    sigma_unique : float or None
+        shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
+        the residual variance each feature adds when its SHAP term is
+        removed, summed over features, relative to the explained variance.
+        A ratio, not a share: 1 for an OLS fit on uncorrelated features,
+        below 1 when correlated features can stand in for each other, above
+        1 when correlated terms of opposite sign cancel (removing either
+        one undoes the cancellation; 1.08 for a ridge regression of the
+        diabetes data, whose s1 and s2 do this). NaN when the model predicts
+        y no better than its mean.
+    residual_variance_ratios : ndarray of shape (n_features,) or None
+        shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
+    model_name : str or None
+        The class name of the decomposed model (plot titles).
+    algorithm : {"exact", "sampled"}
+        Q-SHAP: "exact" values, or the "sampled" (unbiased Monte Carlo)
+        estimate, whose ``std_errors`` include the Monte Carlo noise.
+        "exact" for shapFlex (no sampling).
+    mc_std_errors : ndarray of shape (n_features,) or None
+        Sampled algorithm: the Monte Carlo part of the error alone,
+        ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
+        with ``n_permutations=1``); None for exact values.
+    n_rows_sampled : int or None
+        With ``max_samples``: the rows decomposed (``importances`` estimate
+        the R2_j of all ``n_rows``); None when every row was used.
+    score : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``r2`` is (and ``importances`` split): R^2, or the D^2
+        of the Brier score (probability-averaging classifiers), of the
+        log-loss (boosted classifiers) or of the Tweedie deviance (Poisson,
+        Gamma, Tweedie models).
+    power : float or None
+        The Tweedie power of ``"d2_tweedie"`` (1 Poisson, 2 Gamma).
+    """
+
+    importances: np.ndarray
+    std_errors: np.ndarray
+    r2: float
+    r2_unattributed: float
+    feature_names: np.ndarray
+    mode: str
+    n_rows: int
+    local: Optional[np.ndarray] = field(default=None, repr=False)
+    method: str = "qshap"
+    sigma_unique: Optional[float] = None
+    residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
+    model_name: Optional[str] = None
+    algorithm: str = "exact"
+    mc_std_errors: Optional[np.ndarray] = field(default=None, repr=False)
+    n_rows_sampled: Optional[int] = None
+    score: str = "r2"
+    power: Optional[float] = None
+
+    @property
+    def score_label(self):
+        """The score's name, e.g. ``"R^2"`` or ``"D^2 (log-loss)"``."""
+        if self.score == "d2_tweedie" and self.power is not None:
+            return f"D^2 (Tweedie deviance, power {self.power:g})"
+        return SCORE_LABELS.get(self.score, self.score)
+
+    def to_frame(self, sort=True):
+        """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
+
+        ``share`` is each R2_j over the model's R^2. Rows are features,
+        sorted by decreasing R2_j unless ``sort=False``.
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {
+                "r2": self.importances,
+                "std_error": self.std_errors,
+                "share": self.importances / self.r2 if self.r2 != 0 else np.nan,
+            },
+            index=pd.Index(self.feature_names, name="feature"),
+        )
+        return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
+
+    def plot(self, ax=None, max_features=20):
+        """Horizontal bar chart of R2_j, largest on top (matplotlib).
+
+        The title names the model and its R^2; Q-SHAP bars carry +/-1
+        standard error (over rows) as error bars. shapFlex shares have no
+        standard error and are drawn without error bars.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        from .plotting import plot_bars
+
+        shapflex = self.method == "shapflex"
+        model = f"{self.model_name}\n" if self.model_name else ""
+        if shapflex:
+            title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
+                     f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
+                     "no error bars: shapFlex has no standard error")
+        else:
+            label = self.score_label.replace("^2", "$^2$")
+            title = (f"{model}{label} = {self.r2:.3f} on {self.n_rows} rows "
+                     f"(unattributed {self.r2_unattributed:+.3f})\n"
+                     "bars: \u00b11 standard error over rows")
+        return plot_bars(
+            self.importances, None if shapflex else self.std_errors, self.feature_names,
+            ax=ax, max_features=max_features,
+            xlabel=("feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$ (R2_j)"
+                    if self.score == "r2" else "feature share of " + label + " (R2_j)"),
+            title=title,
+        )
+
+    def __str__(self):
+        shapflex = self.method == "shapflex"
+        order = np.argsort(-self.importances, kind="mergesort")
+        width = max(12, max(len(str(n)) for n in self.feature_names))
+        lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
+        for j in order:
+            share = self.importances[j] / self.r2 if self.r2 else np.nan
+            error = "" if shapflex else f"{self.std_errors[j]:.4f}"
+            lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
+                         f"{error:>9} {share:>7.1%}")
+        lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
+        lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
+        if shapflex:
+            lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
+                         f"{self.mode} SHAP values)")
+            lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
+            lines += [
+                "",
+                "R2_j: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
+                "  not a Shapley decomposition of R2. share = R2_j / Gelman R2.",
+                "std.err: none (shapFlex shares are not sums over rows).",
+                "sigma_unique: residual variance added by removing each feature's SHAP term,",
+                "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
+                "  features, above 1 when correlated terms cancel).",
+            ]
+        else:
+            name = "model R2" if self.score == "r2" else "model D2"
+            label = "" if self.score == "r2" else f"   {self.score_label}"
+            lines.append(f"{name:<{width}} {self.r2:>9.4f}{label}")
+            if self.algorithm == "sampled" or self.n_rows_sampled is not None:
+                rows = ("" if self.n_rows_sampled is None else
+                        f", {self.n_rows_sampled} of {self.n_rows} rows")
+                lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
+            what = "R2" if self.score == "r2" else "D2"
+            kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
+            lines += [
+                "",
+                f"R2_j: the feature's {kind} Shapley share of the model's {what} on these "
+                f"{self.n_rows} rows;",
+                f"  share = R2_j / model {what}. A negative R2_j means the feature makes the fit",
+                "  worse on these rows.",
+                f"std.err: standard error of R2_j over the {self.n_rows} rows (rows treated as "
+                "independent).",
+                (f"unattributed: model {what} - sum; ~0 on the training rows, larger on held-out "
+                 "rows." if self.mode == "symmetric" or self.score in ("r2", "d2_brier") else
+                 f"unattributed: model {what} - sum: initial margin, tree means and the third- "
+                 "and higher-order remainder."),
+            ]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Targets and weights
+# --------------------------------------------------------------------------
+def _power_of_two_below(value):
+    """2^e with 2^e <= value < 2^(e+1) for a finite value > 0 (exact rescaling)."""
+    return math.ldexp(1.0, math.frexp(value)[1] - 1)
+
+
+def check_weights(sample_weight, n_rows):
+    """Float64 weights, rescaled by a power of two so that the largest is in [1, 2).
+
+    All-zero weights raise: no row would count.
+    """
+    if n_rows < 2:
+        raise ValueError(f"A decomposition of R^2 or D^2 needs at least 2 samples; got "
+                         f"{n_rows} sample.")
+    if sample_weight is None:
+        return np.ones(n_rows)
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    largest = float(weight.max())
+    if largest == 0.0:
+        raise ValueError("sample_weight is zero for every row: no row counts, so the score "
+                         "is not defined.")
+    return weight / _power_of_two_below(largest)
+
+
+def _regression_target(y, n_rows):
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional for an R^2 decomposition, got shape {y.shape}.")
+    if len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("y must be numeric for a regression model (R^2 or Tweedie D^2); "
+                         f"got values of type {y.dtype}.") from None
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    return y
+
+
+def check_target(y, n_rows, sample_weight):
+    """(y, weight, scale) of a regression target.
+
+    ``weight`` is rescaled as in :func:`check_weights`; ``scale`` is a power
+    of two near max |y| such that y / scale is of order 1 (exact). Raises if y
+    is constant under the weights.
+    """
+    y = _regression_target(y, n_rows)
+    weight = check_weights(sample_weight, n_rows)
+    largest = float(np.max(np.abs(y)))
+    scale = _power_of_two_below(largest) if largest > 0 else 1.0
+    scaled = y / scale
+    mean = np.average(scaled, weights=weight)
+    if np.ptp(y[weight > 0]) == 0 or not np.sum(weight * (scaled - mean) ** 2) > 0:
+        raise ValueError("y is constant (with the given weights): R^2 is not defined.")
+    return y, weight, scale
+
+
+def class_codes(y, classes, n_rows):
+    """Class index of every label (position in ``classes``)."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional class labels, got shape {y.shape}.")
+    if len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    classes = np.asarray(classes)
+    lookup = {value: k for k, value in enumerate(classes.tolist())}
+    try:
+        codes = np.fromiter((lookup.get(v, -1) for v in y.tolist()), dtype=np.int64,
+                            count=len(y))
+    except TypeError:
+        codes = np.full(len(y), -1)
+    if np.any(codes < 0):
+        unknown = [str(v) for v in np.unique(np.asarray(y, dtype=object)[codes < 0].astype(str))[:5]]
+        raise ValueError(f"y has labels {unknown} that are not among the model's classes "
+                         f"{classes.tolist()}.")
+    return codes
+
+
+# --------------------------------------------------------------------------
+# Losses in the margin space
+# --------------------------------------------------------------------------
+class _Loss:
+    """l(y, F) - l(y, saturated) per row, its derivatives in one margin, and L0."""
+
+    score = "r2"
+    power = None
+    separable = True  # the loss is a sum over outputs of per-output terms
+    symmetric = False  # forests (averaging) can use the order-free squared game
+
+    def target(self, y, n_rows, ensemble):
+        raise NotImplementedError
+
+    def null_loss(self, target, weight):
+        raise NotImplementedError
+
+    def loss(self, target, margin):
+        """Per-row loss minus its saturated value; ``margin`` of shape (n, n_outputs)."""
+        raise NotImplementedError
+
+    def derivatives(self, target, margin, output):
+        """(g, h), the derivatives of l in margin ``output``.
+
+        Separable losses: ``target`` is the output's column (n, 1) and
+        ``margin`` any (n, m) array of that output's margins (broadcast).
+        Otherwise (softmax): ``margin`` holds all margins, shape (n, n_outputs).
+        """
+        raise NotImplementedError
+
+
+class SquaredError(_Loss):
+    """l = (y - F)^2 / 2 per output; L0 = Q0 / 2. Brier: y one-hot, F class probabilities."""
+
+    symmetric = True
+
+    def __init__(self, classes=None, score="r2"):
+        self.classes = classes
+        self.score = score
+
+    def target(self, y, n_rows, ensemble):
+        if self.classes is None:
+            return _regression_target(y, n_rows)[:, None]
+        codes = class_codes(y, self.classes, n_rows)
+        return (codes[:, None] == self.outputs).astype(np.float64)
+
+    @property
+    def outputs(self):
+        """Classes whose Brier terms are decomposed. Binary: class 1 only, as the
+        class-0 terms mirror them (y_0 = 1 - y_1, p_0 = 1 - p_1: equal games,
+        equal denominators, the same ratio)."""
+        n_classes = len(self.classes)
+        return np.array([1]) if n_classes == 2 else np.arange(n_classes)
+
+    def null_loss(self, target, weight):
+        mean = np.average(target, axis=0, weights=weight)
+        return 0.5 * float(np.sum(weight[:, None] * (target - mean) ** 2))
+
+    def loss(self, target, margin):
+        return 0.5 * np.sum((target - margin) ** 2, axis=1)
+
+    def derivatives(self, target, margin, output):
+        return margin - target, np.ones_like(margin)
+
+
+class Binomial(_Loss):
+    """Binary log-loss of p = expit(sigma F): l = log(1 + e^{sigma F}) - y sigma F."""
+
+    score = "d2_log_loss"
+
+    def __init__(self, classes, sigma=1.0):
+        self.classes = classes
+        self.sigma = float(sigma)
+
+    def target(self, y, n_rows, ensemble):
+        return (class_codes(y, self.classes, n_rows) == 1).astype(np.float64)[:, None]
+
+    def null_loss(self, target, weight):
+        mean = float(np.average(target[:, 0], weights=weight))
+        return -float(np.sum(weight * (xlogy(target[:, 0], mean)
+                                       + xlogy(1.0 - target[:, 0], 1.0 - mean))))
+
+    def loss(self, target, margin):
+        z = self.sigma * margin[:, 0]
+        return np.logaddexp(0.0, z) - target[:, 0] * z
+
+    def derivatives(self, target, margin, output):
+        p = expit(self.sigma * margin)
+        return self.sigma * (p - target), self.sigma ** 2 * p * (1.0 - p)
+
+
+class Multinomial(_Loss):
+    """Softmax log-loss: l = logsumexp(F) - F_y."""
+
+    score = "d2_log_loss"
+    separable = False
+
+    def __init__(self, classes):
+        self.classes = classes
+
+    def target(self, y, n_rows, ensemble):
+        codes = class_codes(y, self.classes, n_rows)
+        return (codes[:, None] == np.arange(len(self.classes))).astype(np.float64)
+
+    def null_loss(self, target, weight):
+        mean = np.average(target, axis=0, weights=weight)
+        return -float(np.sum(weight[:, None] * xlogy(target, mean)))
+
+    def loss(self, target, margin):
+        return logsumexp(margin, axis=1) - np.sum(target * margin, axis=1)
+
+    def derivatives(self, target, margin, output):
+        p = np.exp(margin[:, output] - logsumexp(margin, axis=1))
+        return p - target[:, output], p * (1.0 - p)
+
+
+class Tweedie(_Loss):
+    """Half Tweedie deviance with log link, mu = e^F, power p in [1, 2] (1 Poisson, 2 Gamma).
+
+    l = y^(2-p) / ((1-p)(2-p)) - y mu^(1-p) / (1-p) + mu^(2-p) / (2-p);
+    g = mu^(2-p) - y mu^(1-p), h = (2-p) mu^(2-p) - (1-p) y mu^(1-p).
+    """
+
+    score = "d2_tweedie"
+
+    def __init__(self, power):
+        self.power = float(power)
+
+    def target(self, y, n_rows, ensemble):
+        y = _regression_target(y, n_rows)
+        if self.power >= 2.0 and np.any(y <= 0):
+            raise ValueError(f"The Tweedie deviance with power {self.power:g} (Gamma) needs "
+                             "y > 0.")
+        if np.any(y < 0):
+            raise ValueError(f"The Tweedie deviance with power {self.power:g} needs y >= 0.")
+        return y[:, None]
+
+    def deviance(self, y, mu):
+        """Half the unit deviance d(y, mu) / 2."""
+        p = self.power
+        if p == 1.0:
+            return xlogy(y, y / mu) - y + mu
+        if p == 2.0:
+            return np.log(mu / y) + y / mu - 1.0
+        return (np.power(y, 2.0 - p) / ((1.0 - p) * (2.0 - p))
+                - y * np.power(mu, 1.0 - p) / (1.0 - p) + np.power(mu, 2.0 - p) / (2.0 - p))
+
+    def null_loss(self, target, weight):
+        mean = float(np.average(target[:, 0], weights=weight))
+        return float(np.sum(weight * self.deviance(target[:, 0], mean)))
+
+    def loss(self, target, margin):
+        return self.deviance(target[:, 0], np.exp(margin[:, 0]))
+
+    def derivatives(self, target, margin, output):
+        p = self.power
+        a, b = np.exp((2.0 - p) * margin), target * np.exp((1.0 - p) * margin)
+        return a - b, (2.0 - p) * a - (1.0 - p) * b
+
+
+# --------------------------------------------------------------------------
+# Which loss a model was fitted with
+# --------------------------------------------------------------------------
+_PROBABILITY_AVERAGING = {"DecisionTreeClassifier", "ExtraTreeClassifier",
+                          "RandomForestClassifier", "ExtraTreesClassifier"}
+_IDENTITY_TREES = {"DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor",
+                   "ExtraTreesRegressor"}
+_NO_HESSIAN = {  # losses without a (useful) second derivative, per library spelling
+    "absolute_error", "quantile", "huber", "reg:absoluteerror", "reg:quantileerror",
+    "reg:pseudohubererror", "l1", "regression_l1", "mae", "mean_absolute_error", "quantile",
+    "huber", "fair", "MAE", "Quantile", "Huber", "MAPE", "Lq", "Expectile", "LogLinQuantile",
+}
+
+
+def _classes(ensemble, n_classes):
+    classes = ensemble.info.get("classes")
+    return np.arange(n_classes) if classes is None else np.asarray(classes)
+
+
+def _lightgbm_params(ensemble):
+    """``{"sigmoid": "1", ...}`` from LightGBM's objective string."""
+    words = (ensemble.info.get("objective_string") or "").split()[1:]
+    return dict(word.split(":", 1) for word in words if ":" in word)
+
+
+def loss_of(ensemble):
+    """The loss whose score the decomposition splits, from the ensemble's objective.
+
+    Raises :class:`UnsupportedModelError` for anything else.
+    """
+    name, objective = ensemble.model_type, ensemble.objective
+    n_outputs = ensemble.n_outputs
+    if ensemble.has_linear_leaves:
+        raise UnsupportedModelError(
+            f"{name} has linear leaves; the R^2 / D^2 decomposition supports constant leaves "
+            f"only ({_ALTERNATIVES})."
+        )
+    if name in _PROBABILITY_AVERAGING:
+        classes = _classes(ensemble, n_outputs)
+        return SquaredError(classes, score="d2_brier")
+    if name in _IDENTITY_TREES and objective != "squared_error":
+        raise UnsupportedModelError(
+            f"{name} was fitted with criterion {objective!r}: it predicts leaf means "
+            "without a link, so its loss is not quadratic in the trees and has no "
+            f"tree-by-tree expansion; {_ALTERNATIVES}."
+        )
+    if objective == "squared_error":
+        if n_outputs != 1:
+            raise UnsupportedModelError(
+                f"The R^2 decomposition needs a single-output regressor; {name} has "
+                f"{n_outputs} outputs."
+            )
+        return SquaredError()
+    lightgbm = ensemble.info.get("objective_string") is not None
+    catboost = "loss_function" in ensemble.info
+    if objective in ("log_loss", "binary:logistic", "binary:logitraw", "binary", "Logloss",
+                     "multi:softprob", "multi:softmax", "multiclass", "softmax", "MultiClass"):
+        if n_outputs == 1:
+            sigma = float(_lightgbm_params(ensemble).get("sigmoid", 1.0)) if lightgbm else 1.0
+            return Binomial(_classes(ensemble, 2), sigma)
+        return Multinomial(_classes(ensemble, n_outputs))
+    if objective in ("poisson", "count:poisson", "Poisson"):
+        return Tweedie(1.0)
+    if objective in ("gamma", "reg:gamma"):
+        return Tweedie(2.0)
+    if objective in ("tweedie", "reg:tweedie", "Tweedie"):
+        if catboost:
+            power = ensemble.info.get("loss_params", {}).get("variance_power")
+        else:
+            power = ensemble.info.get("tweedie_variance_power")
+        if power is None:
+            raise UnsupportedModelError(
+                f"{name}: the Tweedie variance power of objective {objective!r} could not be "
+                f"read from the model; {_ALTERNATIVES}."
+            )
+        power = float(power)
+        if not 1.0 <= power <= 2.0:
+            raise UnsupportedModelError(
+                f"{name}: Tweedie power {power:g} is outside [1, 2]; {_ALTERNATIVES}.")
+        return Tweedie(power)
+    if objective in _NO_HESSIAN or objective.split(":")[0] in _NO_HESSIAN:
+        raise UnsupportedModelError(
+            f"{name} was fitted with loss {objective!r}, which has no second derivative: "
+            f"neither R^2 nor a D^2 can be split exactly into feature shares; {_ALTERNATIVES}."
+        )
+    raise UnsupportedModelError(
+        f"{name} was fitted with objective {objective!r}; the R^2 / D^2 decomposition "
+        "supports the squared error, the Brier score of scikit-learn tree and forest "
+        "classifiers, binary and multiclass log-loss, Poisson, Gamma and Tweedie "
+        f"(log link); {_ALTERNATIVES}."
+    )
