@@ -287,6 +287,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef PairScratch ps
     if f.n_values != 1:
         raise ValueError("the R^2 decomposition needs one value per leaf")
+    if np.any(np.asarray(ens.tree_output) != 0):
+        # the shared up pass credits output tree_output[t]; out has one output
+        raise ValueError("the R^2 kernel needs every tree to write to output 0 (the game "
+                         "coefficients carry the class)")
     if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
             linear_coef.shape[0] != n_rows or linear_coef.shape[1] != f.n_trees:
         raise ValueError("game coefficients must have shape (n_rows, n_trees)")

@@ -263,6 +263,10 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
     cdef int64_t max_depth = ens.max_depth
     if f.n_values != 1:
         raise ValueError("the R^2 decomposition needs one value per leaf")
+    if np.any(np.asarray(ens.tree_output) != 0):
+        # the shared up pass credits output tree_output[t]; out has one output
+        raise ValueError("the R^2 kernel needs every tree to write to output 0 (the game "
+                         "coefficients carry the class)")
     if K < 1:
         raise ValueError("n_replicates must be >= 1")
     if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
