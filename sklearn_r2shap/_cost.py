@@ -22,7 +22,7 @@ import numpy as np
 
 from ._kernels import _qshap_sampled
 from ._model import to_ensemble
-from ._validation import resolve_n_jobs
+from ._validation import n_rows_features, resolve_n_jobs
 
 __all__ = ["CostEstimate", "estimate_cost"]
 
@@ -165,7 +165,7 @@ def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
         if n_rows < 0:
             raise ValueError(f"the number of rows must be >= 0, got {n_rows}.")
     else:
-        n_rows = len(X)
+        n_rows = n_rows_features(X)[0]
     return ensemble_cost(ensemble, n_rows, resolve_n_jobs(n_jobs),
                          check_n_permutations(n_permutations))
 
