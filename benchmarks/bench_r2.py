@@ -14,6 +14,12 @@ processes (each time includes building qshap's ``gazer``, as ours includes
 reading the model); the ratio uses the faster of the two. Ratios (qshap time
 / our time) measured in one run are what count on a shared, noisy machine.
 
+Equal threads (``--equal-threads``): ours with one thread against qshap's
+single process on the issue's three models (XGBoost depth 6 and depth 8,
+LightGBM 255 leaves; 100 trees, --rows rows), each pair of runs back to
+back so both see the same machine load; the target ratios (15x, 10x, 10x)
+are printed beside the measured ones.
+
 Then our time alone as the rows (depth 6, 100 trees), the depth (100 trees,
 2000 rows) and the number of trees (depth 6, 2000 rows) grow; a size whose
 time, extrapolated linearly from the previous size, exceeds --max-seconds is
@@ -21,6 +27,7 @@ not run and its extrapolation is printed instead. Usage::
 
     python benchmarks/bench_r2.py [--threads 2] [--skip-slow] [--no-qshap]
                                   [--no-scaling] [--max-seconds 600] [--quick]
+                                  [--equal-threads | --equal-threads-only]
 """
 import argparse
 import multiprocessing
@@ -116,6 +123,30 @@ def compare(args, X, y):
     return rows
 
 
+def equal_threads(args, X, y):
+    """Ours on 1 thread against qshap on 1 process, interleaved per model."""
+    cases = [  # (name, fit, target ratio)
+        ("XGBRegressor, max_depth 6, 100 trees", lambda: fit_xgboost(X, y, 6, 100, 1), 15.0),
+        ("LGBMRegressor, num_leaves 255, 100 trees", lambda: fit_lightgbm(X, y, 255, 100, 1),
+         10.0),
+        ("XGBRegressor, max_depth 8, 100 trees", lambda: fit_xgboost(X, y, 8, 100, 1), 10.0),
+    ]
+    if args.quick:
+        cases = [("XGBRegressor, max_depth 6, 10 trees", lambda: fit_xgboost(X, y, 6, 10, 1),
+                  15.0)]
+    from sklearn_r2shap import to_ensemble
+
+    rows = []
+    for name, fit, target in cases:
+        model = fit()
+        ours_t, ours_r2 = timed(lambda: ours(model, X, y, 1), 1)
+        qshap_t, theirs = timed(lambda: run_qshap(model, X, y, 1), 1)
+        rows.append((name, leaves_per_tree(model), to_ensemble(model).n_path_features, ours_t,
+                     qshap_t, target, float(np.max(np.abs(theirs - ours_r2)))))
+        print(f"  done: {name}", flush=True)
+    return rows
+
+
 def grow(sizes, run, max_seconds):
     """[(size, seconds, extrapolated)], stopping the measurements once the
     linear extrapolation from the last measured size exceeds max_seconds."""
@@ -182,6 +213,10 @@ def main():
     parser.add_argument("--max-seconds", type=float, default=600.0,
                         help="extrapolate instead of running a row count expected to take longer")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--equal-threads", action="store_true",
+                        help="also compare ours on 1 thread with qshap on 1 process")
+    parser.add_argument("--equal-threads-only", action="store_true",
+                        help="only that comparison")
     args = parser.parse_args()
     args.trees = (100, 500, 200)
     args.qshap_procs = (1, args.threads) if args.threads > 1 else (1,)
@@ -199,6 +234,19 @@ def main():
     ours(tiny, X[:100], y[:100], args.threads)
     if not args.no_qshap:
         run_qshap(tiny, X[:100], y[:100], 1)
+    if args.equal_threads or args.equal_threads_only:
+        even = equal_threads(args, X, y)
+        print(f"# {platform.node()} | {platform.processor() or platform.machine()} | "
+              f"{args.rows} rows, {N_FEATURES} features, learning rate 0.1 | {versions()}")
+        print("| model | leaves / tree | path features | ours s (1 thread) | qshap s (1 proc) "
+              "| qshap / ours | target | max abs diff R2_j |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, leaves, m, ours_t, qshap_t, target, diff in even:
+            print(f"| {name} | {leaves:.1f} | {m} | {ours_t:.2f} | {qshap_t:.2f} "
+                  f"| {qshap_t / ours_t:.1f}x | {target:.0f}x | {diff:.1e} |")
+        if args.equal_threads_only:
+            return
+        print()
     rows = compare(args, X, y)
     if not args.no_scaling:
         by_rows, by_depth, by_trees = scaling(args, X, y)

@@ -17,6 +17,16 @@
 # up-pass credits each edge's feature as in Lemma 2. Diagonal pairs l1 = l2
 # are a product over l1's own path. Cost O(L^2 d) per tree and row.
 #
+# The degree bound holds per tree and is also bounded by the tree's features:
+# a pair's gradient has degree |F_1 u F_2| - 1, and |F_1 u F_2| is at most
+# 2 d_t - 1 (both paths start with the root's split) and at most F_t, the
+# distinct features of tree t. Gauss-Legendre with n nodes is exact to degree
+# 2 n - 1, so n_t = min(d_t, ceil(F_t / 2)) nodes suffice for tree t (and
+# for its linear game, of degree d_t - 1). When the caller's rule is the
+# Gauss-Legendre rule for the whole ensemble, each tree uses its own n_t-node
+# rule; the cost is linear in the nodes, and n_t is often well below the
+# ensemble's d (leaf-wise LightGBM trees; deep trees on few features).
+#
 # Per row i and tree k the kernel adds  a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i)
 # for coefficients computed outside (importance.py). For the squared error,
 # a = w_i and b = -2 w_i c_ik where c_ik is the residual before tree k
@@ -263,6 +273,60 @@ cdef void tree_square_gradient(
             ps.slot_of[ps.slot_feature[s]] = -1
 
 
+def tree_path_features(ens):
+    """d_t, the most distinct features on a root-to-leaf path, per tree."""
+    cdef const int64_t[::1] parent = ens.parent
+    cdef const int64_t[::1] prev_same = ens.prev_same
+    cdef const int64_t[::1] left = ens.children_left
+    cdef const int64_t[::1] tree_start = ens.tree_start
+    cdef int64_t n_trees = tree_start.shape[0] - 1
+    cdef int64_t[::1] distinct = np.zeros(parent.shape[0], dtype=np.int64)
+    cdef int64_t[::1] out = np.zeros(n_trees, dtype=np.int64)
+    cdef int64_t t, k
+    for t in range(n_trees):
+        for k in range(tree_start[t], tree_start[t + 1]):
+            if parent[k] >= 0:  # preorder: the parent comes first
+                distinct[k] = distinct[parent[k]] + (prev_same[k] < 0)
+            if left[k] < 0 and distinct[k] > out[t]:
+                out[t] = distinct[k]
+    return np.asarray(out)
+
+
+def tree_rule_sizes(ens):
+    """n_t = min(d_t, ceil(F_t / 2)) per tree: the Gauss-Legendre nodes exact
+    for tree t's games (module comment); at least 1."""
+    d = tree_path_features(ens)
+    internal = np.asarray(ens.children_left) >= 0
+    tree_of = np.repeat(np.arange(len(d)), np.diff(ens.tree_start))
+    pairs = np.unique(np.stack([tree_of[internal], np.asarray(ens.feature)[internal]]), axis=1)
+    n_features = np.bincount(pairs[0], minlength=len(d))
+    return np.maximum(1, np.minimum(d, (n_features + 1) // 2))
+
+
+def _tree_rules(ens, points, weights):
+    """Per tree, the number of nodes and the rows (padded to len(points)) of
+    the quadrature rule it uses: its own Gauss-Legendre rule (tree_rule_sizes,
+    at most len(points)) when the given one is the Gauss-Legendre rule on
+    [0, 1], else the given rule."""
+    from ..explain import _gauss_legendre
+
+    m = len(points)
+    n_trees = len(ens.tree_start) - 1
+    rule_points = np.zeros((m, m))
+    rule_weights = np.zeros((m, m))
+    rule_points[m - 1] = points
+    rule_weights[m - 1] = weights
+    tree_m = np.full(n_trees, m, dtype=np.int64)
+    nodes, w = _gauss_legendre(m)
+    if np.array_equal(points, (nodes + 1.0) / 2.0) and np.array_equal(weights, w / 2.0):
+        for size in range(1, m):
+            nodes, w = _gauss_legendre(size)
+            rule_points[size - 1, :size] = (nodes + 1.0) / 2.0
+            rule_weights[size - 1, :size] = w / 2.0
+        tree_m = np.clip(tree_rule_sizes(ens), 1, m)
+    return tree_m, rule_points, rule_weights
+
+
 def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
              const double[:, ::1] linear_coef, const double[::1] points,
              const double[::1] weights, int n_threads):
@@ -273,6 +337,12 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     The squared-error game of tree k against a constant c_ik with weight w_i
     is a = w_i, b = -2 w_i c_ik (module doc); a second-order loss game is
     a = w_i h_ik / 2, b = w_i g_ik. Shape (n_rows, n_features).
+
+    ``points``, ``weights``: a quadrature rule on [0, 1] exact for the
+    ensemble's games (Gauss-Legendre with ``n_path_features`` nodes). When
+    it is that Gauss-Legendre rule, each tree uses the smaller Gauss-Legendre
+    rule exact for its own games instead (``tree_rule_sizes``; the same
+    values up to rounding); any other rule is used as given.
     """
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
@@ -282,7 +352,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     cdef Py_ssize_t i
-    cdef int64_t t, l
+    cdef int64_t t, l, mt
+    cdef const int64_t[::1] tree_m
+    cdef const double[:, ::1] rule_points
+    cdef const double[:, ::1] rule_weights
     cdef Scratch sc
     cdef PairScratch ps
     if f.n_values != 1:
@@ -296,6 +369,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         raise ValueError("game coefficients must have shape (n_rows, n_trees)")
     if n_rows == 0:
         return np.asarray(out)
+    tree_m, rule_points, rule_weights = _tree_rules(ens, np.asarray(points), np.asarray(weights))
     with nogil, parallel(num_threads=n_threads):
         sc = scratch_alloc(f.max_tree_nodes, m, 1)
         ps = pair_alloc(f.n_features, n_slots, m)
@@ -309,11 +383,13 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                     break
                 if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                     continue
-                for l in range(m):
-                    ps.weights[l] = linear_coef[i, t] * weights[l]
-                tree_gradient_uniform(&f, t, &X[i, 0], &points[0], ps.weights, m, &sc, &out[i, 0])
-                tree_square_gradient(&f, t, &points[0], &weights[0], m, square_coef[i, t],
-                                     &sc, &ps, &out[i, 0])
+                mt = tree_m[t]
+                for l in range(mt):
+                    ps.weights[l] = linear_coef[i, t] * rule_weights[mt - 1, l]
+                tree_gradient_uniform(&f, t, &X[i, 0], &rule_points[mt - 1, 0], ps.weights, mt,
+                                      &sc, &out[i, 0])
+                tree_square_gradient(&f, t, &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0],
+                                     mt, square_coef[i, t], &sc, &ps, &out[i, 0])
         scratch_free(&sc)
         pair_free(&ps)
     interrupt_raise(&stop)

@@ -1,0 +1,148 @@
+"""The Q-SHAP kernel ``_qshap.r2_terms`` against brute-force subset enumeration.
+
+Contract: per row i and tree k it adds a_ik Sh_j[v_k^2](x_i) + b_ik Sh_j[v_k](x_i)
+(v_k the path-dependent game of tree k, any coefficients a, b). The reference
+enumerates all 2^p coalitions with tests/reference.py's plain-Python value
+function. The ensembles mix trees of different depths, so that the per-tree
+Gauss-Legendre rules (d_t nodes for a tree whose paths have at most d_t
+distinct features) differ from the ensemble's rule.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import reference
+from sklearn_r2shap._kernels import _qshap
+from sklearn_r2shap._model._ensemble import TreeEnsemble
+from sklearn_r2shap.explain import _gauss_legendre
+from test_kernels import random_data, random_tree
+
+
+def mixed_ensemble(seed, p=5, depths=(1, 2, 3, 6, 4)):
+    rng = np.random.default_rng(seed)
+    data = random_data(rng, 300, p)
+    trees = [random_tree(rng, data, p, depth) for depth in depths]
+    ens = TreeEnsemble.from_trees(trees, base_value=rng.normal(size=1), n_features=p,
+                                  averaging=False, model_type="random")
+    return ens, random_data(rng, 12, p, nan_fraction=0.2)
+
+
+def gauss_rule(n):
+    nodes, weights = _gauss_legendre(n)
+    return (nodes + 1.0) / 2.0, weights / 2.0
+
+
+def path_features_by_walk(ens):
+    """The most distinct features on a root-to-leaf path, per tree (recursive walk)."""
+    out = []
+    for t in range(ens.n_trees):
+        best = 0
+        stack = [(ens.tree_start[t], frozenset())]
+        while stack:
+            node, features = stack.pop()
+            if ens.children_left[node] < 0:
+                best = max(best, len(features))
+                continue
+            features = features | {int(ens.feature[node])}
+            stack.append((ens.children_left[node], features))
+            stack.append((ens.children_right[node], features))
+        out.append(best)
+    return np.array(out)
+
+
+def semivalue_of_table(game, p, weight):
+    """sum over S not containing j of weight(|S|) (v(S + j) - v(S)), per j."""
+    phi = np.zeros(p)
+    for j in range(p):
+        bit = 1 << j
+        for mask in range(1 << p):
+            if not mask & bit:
+                phi[j] += weight(bin(mask).count("1")) * (game[mask | bit] - game[mask])
+    return phi
+
+
+def shapley_weight(p):
+    return lambda s: math.factorial(s) * math.factorial(p - 1 - s) / math.factorial(p)
+
+
+def brute_force_terms(ens, X, a, b, weight):
+    p = ens.n_features
+    subsets = [{j for j in range(p) if mask >> j & 1} for mask in range(1 << p)]
+    out = np.zeros((len(X), p))
+    for i, x in enumerate(X):
+        x = reference.prepare(ens, x)
+        for t in range(ens.n_trees):
+            game = np.array([reference.tree_value(ens, t, x, S)[0] for S in subsets])
+            out[i] += a[i, t] * semivalue_of_table(game ** 2, p, weight)
+            out[i] += b[i, t] * semivalue_of_table(game, p, weight)
+    return out
+
+
+def test_tree_path_features_match_a_walk():
+    ens, _ = mixed_ensemble(0, depths=(1, 2, 5, 8, 3))
+    d = _qshap.tree_path_features(ens)
+    np.testing.assert_array_equal(d, path_features_by_walk(ens))
+    assert d.max() == ens.n_path_features and len(set(d.tolist())) >= 3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_r2_terms_match_brute_force(seed, n_threads):
+    ens, X = mixed_ensemble(seed)
+    d = _qshap.tree_path_features(ens)
+    assert d.min() < ens.n_path_features  # some tree uses a smaller rule than the ensemble's
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(len(X), ens.n_trees))
+    b = rng.normal(size=(len(X), ens.n_trees))
+    a[0, 1] = b[0, 1] = 0.0  # a skipped (row, tree)
+    b[1] = 0.0  # square terms only
+    a[2] = 0.0  # linear terms only
+    points, weights = gauss_rule(ens.n_path_features)
+    got = _qshap.r2_terms(ens, X, a, b, points, weights, n_threads)
+    expected = brute_force_terms(ens, X, a, b, shapley_weight(ens.n_features))
+    assert np.abs(expected).max() > 1e-2
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+
+
+def test_rule_sizes():
+    """n_t = min(d_t, ceil(F_t / 2)), F_t the distinct features of tree t."""
+    ens, _ = mixed_ensemble(0, p=6, depths=(1, 2, 5, 8, 3))
+    d = path_features_by_walk(ens)
+    n_features = np.array([
+        len(set(ens.feature[k] for k in range(ens.tree_start[t], ens.tree_start[t + 1])
+                if ens.children_left[k] >= 0))
+        for t in range(ens.n_trees)])
+    sizes = _qshap.tree_rule_sizes(ens)
+    np.testing.assert_array_equal(sizes, np.maximum(1, np.minimum(d, -(-n_features // 2))))
+    assert len(set(sizes.tolist())) >= 2 and sizes.max() < ens.n_path_features
+
+
+def test_one_node_short_is_not_exact():
+    """The brute-force comparison can fail: one tree on 6 features with 6 on
+    a path needs 3 nodes; Gauss-Legendre with 2 is not exact."""
+    ens, X = mixed_ensemble(5, p=6, depths=(9,))
+    assert _qshap.tree_rule_sizes(ens)[0] == 3
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(len(X), 1))
+    b = np.zeros_like(a)
+    expected = brute_force_terms(ens, X, a, b, shapley_weight(ens.n_features))
+    scale = np.abs(expected).max()
+    for n_nodes, exact in ((2, False), (3, True), (ens.n_path_features, True)):
+        points, weights = gauss_rule(n_nodes)
+        got = _qshap.r2_terms(ens, X, a, b, points, weights, 1)
+        assert (np.abs(got - expected).max() < 1e-12 * scale) == exact
+
+
+def test_other_rules_are_used_as_given():
+    """A rule that is not Gauss-Legendre is applied to every tree unchanged:
+    one point q = 0.3 with weight 1 is the weighted Banzhaf value
+    grad F(q 1), sum_S q^|S| (1 - q)^(p - 1 - |S|) (v(S + j) - v(S))."""
+    ens, X = mixed_ensemble(3)
+    p, q = ens.n_features, 0.3
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(len(X), ens.n_trees))
+    b = rng.normal(size=(len(X), ens.n_trees))
+    got = _qshap.r2_terms(ens, X, a, b, np.array([q]), np.array([1.0]), 1)
+    expected = brute_force_terms(ens, X, a, b, lambda s: q ** s * (1 - q) ** (p - 1 - s))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
