@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
 from ._model import UnsupportedModelError
+from ._validation import check_row_weights
 
 __all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
 
@@ -242,26 +243,24 @@ def check_weights(sample_weight, n_rows):
                          f"{n_rows} sample.")
     if sample_weight is None:
         return np.ones(n_rows)
-    weight = np.asarray(sample_weight, dtype=np.float64)
-    if weight.shape != (n_rows,):
-        raise ValueError(f"sample_weight must have shape ({n_rows},), got {weight.shape}.")
-    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    largest = float(weight.max())
-    if largest == 0.0:
-        raise ValueError("sample_weight is zero for every row: no row counts, so the score "
-                         "is not defined.")
-    return weight / _power_of_two_below(largest)
+    weight = check_row_weights(sample_weight, n_rows)
+    return weight / _power_of_two_below(float(weight.max()))
 
 
-def _regression_target(y, n_rows):
+def _target_column(y, n_rows, what):
+    """y as a 1-D array of n_rows values (a single column is accepted)."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional for an R^2 decomposition, got shape {y.shape}.")
+        raise ValueError(f"y must be 1-dimensional {what}, got shape {y.shape}.")
     if len(y) != n_rows:
         raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    return y
+
+
+def _regression_target(y, n_rows):
+    y = _target_column(y, n_rows, "for an R^2 decomposition")
     try:
         y = y.astype(np.float64)
     except (TypeError, ValueError):
@@ -292,13 +291,7 @@ def check_target(y, n_rows, sample_weight):
 
 def class_codes(y, classes, n_rows):
     """Class index of every label (position in ``classes``)."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional class labels, got shape {y.shape}.")
-    if len(y) != n_rows:
-        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    y = _target_column(y, n_rows, "class labels")
     classes = np.asarray(classes)
     lookup = {value: k for k, value in enumerate(classes.tolist())}
     try:

@@ -371,6 +371,18 @@ def _cast_categories(ensemble, X):
     return X
 
 
+def check_row_weights(weight, n_rows, name="sample_weight"):
+    """Row weights as float64: shape (n_rows,), finite, non-negative, not all zero."""
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"{name} must have shape ({n_rows},), got {weight.shape}.")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError(f"{name} must be finite and non-negative.")
+    if not weight.max(initial=0.0) > 0:
+        raise ValueError(f"{name} is zero for every row: no row counts.")
+    return np.ascontiguousarray(weight)
+
+
 def resolve_n_jobs(n_jobs):
     """OpenMP thread count: None or -1 -> all cores, -k -> all but k-1.
 

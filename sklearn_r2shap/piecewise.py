@@ -39,6 +39,7 @@ from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
 from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import (
+    check_row_weights,
     check_rows,
     iter_row_blocks,
     map_row_blocks,
@@ -112,14 +113,7 @@ def _linear_arrays(ensemble):
 def _background_weight(weight, n_rows):
     if weight is None:
         return np.ones(n_rows)
-    weight = np.asarray(weight, dtype=np.float64)
-    if weight.shape != (n_rows,):
-        raise ValueError(f"background_weight must have shape ({n_rows},), got {weight.shape}.")
-    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-        raise ValueError("background_weight must be finite and non-negative.")
-    if not weight.sum() > 0:
-        raise ValueError("background_weight must not be all zero.")
-    return np.ascontiguousarray(weight)
+    return check_row_weights(weight, n_rows, "background_weight")
 
 
 def _build_game(ensemble, background, background_weight, n_threads):
