@@ -1,11 +1,13 @@
 """Cost of the R^2 decomposition before it runs, the choice between the exact
 and the sampled algorithm, and progress with an estimated time left.
 
-The exact kernel walks, per row and tree, every leaf against every node of
-the subtrees beside it (pairs grouped by lowest common ancestor) at d
-quadrature points: sum over internal nodes w of leaves(left of w) *
-nodes(right of w), plus one term per leaf, times d (d: most distinct
-features on a path). The sampled kernel makes one pass over each tree per
+The exact kernel takes, per row and tree, every pair of leaves: from
+tables (a tree whose tables fit in a few MB) at one operation per pair and
+per feature the pair's paths share, times the tree's n_t quadrature points;
+or by a walk of every leaf against every node of the subtrees beside it
+(pairs grouped by lowest common ancestor): sum over internal nodes w of
+leaves(left of w) * nodes(right of w), plus one term per leaf, times d (d:
+most distinct features on a path). The sampled kernel makes one pass over each tree per
 row, of width 2 K (p_t + 1) (K antithetic pairs of feature orders, p_t
 features the tree splits on), plus the exact Shapley values of the tree at
 ceil(d / 2) quadrature points. The seconds per operation below were measured
@@ -20,13 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import _qshap_sampled
+from ._kernels import _qshap, _qshap_sampled
 from ._model import to_ensemble
 from ._validation import n_rows_features, resolve_n_jobs
 
 __all__ = ["CostEstimate", "estimate_cost"]
 
 # seconds per operation, one thread (see the module docstring)
+EXACT_SECONDS_PER_TABLE_POINT = 1.5e-9
 EXACT_SECONDS_PER_PAIR_POINT = 3.5e-9
 SAMPLED_SECONDS_PER_NODE_POINT = 1.25e-8
 SAMPLED_SECONDS_PER_NODE_PREFIX = 5.5e-10
@@ -96,13 +99,20 @@ def quadrature_sizes(ensemble):
 def per_row_seconds(ensemble, slots, n_permutations):
     """(exact, sampled) seconds of one row on one thread, and their operation counts."""
     m_exact, m_sampled = quadrature_sizes(ensemble)
-    pairs = float(np.sum(_qshap_sampled.cost_units(ensemble))) * m_exact
+    tables = _qshap._PairTables(ensemble, m_exact)
+    by_pairs = tables.by_pairs.astype(bool)
+    table_points = ((tables.n_pairs + tables.n_entries)
+                    * np.minimum(np.clip(_qshap.tree_rule_sizes(ensemble), 1, m_exact),
+                                 (tables.max_union + 1) // 2))[by_pairs].sum()
+    walk_points = _qshap_sampled.cost_units(ensemble)[~by_pairs].sum() * m_exact
     nodes = np.diff(np.asarray(ensemble.tree_start)).astype(float)
     features = np.diff(slots[1]).astype(float)
     trees = features > 0  # single-leaf trees are skipped
     node_points = float(np.sum(nodes[trees])) * m_sampled
     node_prefix = float(np.sum(nodes[trees] * 2 * n_permutations * (features[trees] + 1)))
-    exact = pairs * EXACT_SECONDS_PER_PAIR_POINT
+    exact = (table_points * EXACT_SECONDS_PER_TABLE_POINT
+             + walk_points * EXACT_SECONDS_PER_PAIR_POINT)
+    pairs = float(table_points + walk_points)
     sampled = (node_points * SAMPLED_SECONDS_PER_NODE_POINT
                + node_prefix * SAMPLED_SECONDS_PER_NODE_PREFIX)
     return exact, sampled, pairs, node_points + node_prefix

@@ -60,6 +60,9 @@ def _game_ensemble(ensemble, loss, scale):
     return work, symmetric
 
 
+_EXACT_MIN_CHUNK_ROWS = 32
+
+
 def _chunk_rows(n_trees):
     """Rows per chunk: the (rows, trees) coefficient arrays stay near 32 MB."""
     return int(min(_CHUNK_ROWS, max(16, (1 << 21) // max(1, n_trees))))
@@ -308,8 +311,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     terms_of = R2Terms(single, algorithm, n_threads, n_permutations, seed, slots)
     seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
     # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
-    chunk_rows = min(_chunk_rows(work.n_trees),
-                     chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads))
+    chunk_rows = chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads)
+    if algorithm == "exact":
+        # the kernel tabulates each tree once per call: a few rows' worth of work
+        chunk_rows = max(chunk_rows, _EXACT_MIN_CHUNK_ROWS)
+    chunk_rows = min(chunk_rows, _chunk_rows(work.n_trees))
     if algorithm == "sampled":
         chunk_rows = min(chunk_rows, max(16, (1 << 22) // (n_permutations * n_features)))
     sums = np.zeros(n_features)

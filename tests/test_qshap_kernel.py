@@ -8,6 +8,7 @@ Gauss-Legendre rules (d_t nodes for a tree whose paths have at most d_t
 distinct features) differ from the ensemble's rule.
 """
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,10 +20,25 @@ from sklearn_r2shap.explain import _gauss_legendre
 from test_kernels import random_data, random_tree
 
 
-def mixed_ensemble(seed, p=5, depths=(1, 2, 3, 6, 4)):
+def positive_covers(tree):
+    """The tree with one more unit of cover at every leaf (internal covers the
+    sums below), so that no cover is 0."""
+    cover = np.asarray(tree.cover, dtype=np.float64) + (tree.children_left < 0)
+    for k in range(len(cover) - 1, -1, -1):  # children come after their parent
+        if tree.children_left[k] >= 0:
+            cover[k] = cover[tree.children_left[k]] + cover[tree.children_right[k]]
+    return replace(tree, cover=cover)
+
+
+def mixed_ensemble(seed, p=5, depths=(1, 2, 3, 6, 4), zero_covers=True):
+    """Random trees of the given depths; with ``zero_covers`` their covers are
+    the counts of random data (some 0: the kernel's pair walk takes those
+    trees), else every cover is positive (the leaf-pair tables take them)."""
     rng = np.random.default_rng(seed)
     data = random_data(rng, 300, p)
     trees = [random_tree(rng, data, p, depth) for depth in depths]
+    if not zero_covers:
+        trees = [positive_covers(tree) for tree in trees]
     ens = TreeEnsemble.from_trees(trees, base_value=rng.normal(size=1), n_features=p,
                                   averaging=False, model_type="random")
     return ens, random_data(rng, 12, p, nan_fraction=0.2)
@@ -88,8 +104,12 @@ def test_tree_path_features_match_a_walk():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_r2_terms_match_brute_force(seed, n_threads):
-    ens, X = mixed_ensemble(seed)
+@pytest.mark.parametrize("zero_covers", [True, False])
+def test_r2_terms_match_brute_force(seed, n_threads, zero_covers):
+    ens, X = mixed_ensemble(seed, zero_covers=zero_covers)
+    tables = _qshap._PairTables(ens, ens.n_path_features)
+    several_leaves = np.diff(tables.tree_leaf_start) >= 2
+    assert tables.by_pairs[several_leaves].all() != zero_covers  # which method is tested
     d = _qshap.tree_path_features(ens)
     assert d.min() < ens.n_path_features  # some tree uses a smaller rule than the ensemble's
     rng = np.random.default_rng(seed)
@@ -118,10 +138,11 @@ def test_rule_sizes():
     assert len(set(sizes.tolist())) >= 2 and sizes.max() < ens.n_path_features
 
 
-def test_one_node_short_is_not_exact():
+@pytest.mark.parametrize("zero_covers", [True, False])
+def test_one_node_short_is_not_exact(zero_covers):
     """The brute-force comparison can fail: one tree on 6 features with 6 on
     a path needs 3 nodes; Gauss-Legendre with 2 is not exact."""
-    ens, X = mixed_ensemble(5, p=6, depths=(9,))
+    ens, X = mixed_ensemble(5, p=6, depths=(9,), zero_covers=zero_covers)
     assert _qshap.tree_rule_sizes(ens)[0] == 3
     rng = np.random.default_rng(5)
     a = rng.normal(size=(len(X), 1))
@@ -134,11 +155,12 @@ def test_one_node_short_is_not_exact():
         assert (np.abs(got - expected).max() < 1e-12 * scale) == exact
 
 
-def test_other_rules_are_used_as_given():
+@pytest.mark.parametrize("zero_covers", [True, False])
+def test_other_rules_are_used_as_given(zero_covers):
     """A rule that is not Gauss-Legendre is applied to every tree unchanged:
     one point q = 0.3 with weight 1 is the weighted Banzhaf value
     grad F(q 1), sum_S q^|S| (1 - q)^(p - 1 - |S|) (v(S + j) - v(S))."""
-    ens, X = mixed_ensemble(3)
+    ens, X = mixed_ensemble(3, zero_covers=zero_covers)
     p, q = ens.n_features, 0.3
     rng = np.random.default_rng(3)
     a = rng.normal(size=(len(X), ens.n_trees))
@@ -146,3 +168,58 @@ def test_other_rules_are_used_as_given():
     got = _qshap.r2_terms(ens, X, a, b, np.array([q]), np.array([1.0]), 1)
     expected = brute_force_terms(ens, X, a, b, lambda s: q ** s * (1 - q) ** (p - 1 - s))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_leaf_pair_tables_and_walk_agree(seed):
+    """The two exact methods of the kernel, tree by tree: the leaf-pair tables
+    (default) and the pair walk (trees the tables cannot take: zero covers,
+    which these random trees have where a threshold sends no row one way).
+    Both against brute force, on an ensemble where each method takes some
+    trees."""
+    rng = np.random.default_rng(seed + 10)
+    data = random_data(rng, 300, 6)
+    trees = [random_tree(rng, data, 6, depth) for depth in (2, 5, 7, 3, 6, 4)]
+    # the first three trees with their zero covers, the last three without
+    trees = trees[:3] + [positive_covers(tree) for tree in trees[3:]]
+    ens = TreeEnsemble.from_trees(trees, base_value=rng.normal(size=1), n_features=6,
+                                  averaging=False, model_type="random")
+    X = random_data(rng, 12, 6, nan_fraction=0.2)
+    tables = _qshap._PairTables(ens, ens.n_path_features)
+    assert tables.by_pairs.any() and not tables.by_pairs.all()
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(len(X), ens.n_trees))
+    b = rng.normal(size=(len(X), ens.n_trees))
+    points, weights = gauss_rule(ens.n_path_features)
+    auto = _qshap.r2_terms(ens, X, a, b, points, weights, 1)
+    walk = _qshap.r2_terms(ens, X, a, b, points, weights, 1, method="walk")
+    expected = brute_force_terms(ens, X, a, b, shapley_weight(ens.n_features))
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(auto, expected, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(walk, expected, rtol=0, atol=1e-12 * scale)
+    # each tree alone: the method it takes
+    for t in range(ens.n_trees):
+        only = np.zeros_like(a)
+        only[:, t] = 1.0
+        got = _qshap.r2_terms(ens, X, a * only, b * only, points, weights, 1)
+        one = _qshap.r2_terms(ens, X, a * only, b * only, points, weights, 1, method="walk")
+        np.testing.assert_allclose(got, one, rtol=0, atol=1e-12 * max(1.0, np.abs(one).max()))
+
+
+def test_leaf_pair_tables_take_the_trees_they_can():
+    """Zero covers (a threshold no row passes) send a tree to the walk;
+    positive covers to the tables."""
+    rng = np.random.default_rng(0)
+    data = random_data(rng, 300, 4)
+    trees = [random_tree(rng, data, 4, 4) for _ in range(12)]
+    ens = TreeEnsemble.from_trees(trees, base_value=np.zeros(1), n_features=4,
+                                  averaging=False, model_type="random")
+    tables = _qshap._PairTables(ens, 4)
+    has_zero = []
+    for t in range(ens.n_trees):
+        nodes = slice(ens.tree_start[t], ens.tree_start[t + 1])
+        has_zero.append(bool((np.asarray(ens.cover)[nodes] == 0).any()))
+    n_leaves = np.diff(tables.tree_leaf_start)
+    expected = ~np.array(has_zero) & (n_leaves >= 2)
+    np.testing.assert_array_equal(tables.by_pairs.astype(bool), expected)
+    assert expected.any() and (~expected).any()

@@ -15,6 +15,7 @@ from sklearn_r2shap import (
     SampledAlgorithmWarning, ShapleyR2Importance, estimate_cost, r2_decomposition, to_ensemble,
 )
 from sklearn_r2shap import _cost, importance
+from sklearn_r2shap._kernels import _qshap
 from test_r2_decomposition import CASES, case, make_data
 
 ATOL = 1e-12
@@ -123,7 +124,7 @@ def test_more_permutations_less_noise():
 # --------------------------------------------------------------------------
 # Cost estimate and algorithm="auto"
 # --------------------------------------------------------------------------
-def _pair_units(ens):
+def _walk_units(ens, t):
     """Per row: sum over internal nodes of leaves(left) * nodes(right), plus the leaves,
     by recursion on the children (independent of the kernel's parent-pointer count)."""
     left, right = ens.children_left, ens.children_right
@@ -135,15 +136,45 @@ def _pair_units(ens):
         lb, nb, ub = count(right[k])
         return la + lb, na + nb + 1, ua + ub + la * nb
 
-    return sum(count(ens.tree_start[t])[2] for t in range(ens.n_trees))
+    return count(ens.tree_start[t])[2]
+
+
+def _table_units(ens, t, d):
+    """Per row: (pairs + features shared by a pair's paths) times the tree's
+    Gauss-Legendre nodes, min(d, ceil(F_t / 2), ceil(most features on a
+    pair's paths / 2)), from the leaves' path feature sets."""
+    paths = []
+    stack = [(ens.tree_start[t], frozenset())]
+    while stack:
+        node, features = stack.pop()
+        if ens.children_left[node] < 0:
+            paths.append(features)
+            continue
+        features = features | {int(ens.feature[node])}
+        stack += [(ens.children_left[node], features), (ens.children_right[node], features)]
+    pairs = [(a, b) for i, a in enumerate(paths) for b in paths[i + 1:]]
+    shared = sum(len(a & b) for a, b in pairs)
+    union = max(len(a | b) for a, b in pairs)
+    n_features = len(frozenset().union(*paths))
+    nodes = max(1, min(max(len(a) for a in paths), -(-n_features // 2), -(-union // 2), d))
+    return (len(pairs) + shared) * nodes
+
+
+def _exact_units(ens):
+    """The exact kernel's operations per row: tables for the trees that take them
+    (``_PairTables.by_pairs``), the walk (times d) for the others."""
+    by_pairs = _qshap._PairTables(ens, ens.n_path_features).by_pairs
+    return sum(_table_units(ens, t, ens.n_path_features) if by_pairs[t]
+               else _walk_units(ens, t) * ens.n_path_features
+               for t in range(ens.n_trees))
 
 
 def test_estimate_cost_counts():
     model, X, y, w, _, _ = case("gradient-boosting")
     ens = to_ensemble(model)
     cost = estimate_cost(model, X, n_jobs=1)
-    assert cost.exact_operations == pytest.approx(
-        _pair_units(ens) * ens.n_path_features * len(X), rel=1e-12)
+    assert _qshap._PairTables(ens, ens.n_path_features).by_pairs.any()
+    assert cost.exact_operations == pytest.approx(_exact_units(ens) * len(X), rel=1e-12)
     nodes = np.diff(ens.tree_start)
     assert cost.sampled_operations > np.sum(nodes) * len(X)
     double = estimate_cost(model, 2 * len(X), n_jobs=1)

@@ -8,7 +8,9 @@
 # (1 for features on neither path). Sh_j[v^2] is the integral over t of its
 # gradient, a polynomial of degree < 2 d (d = most distinct features on a
 # path): Gauss-Legendre with d nodes is exact (doc/r2_decomposition.rst,
-# "Computation: squared games by quadrature"). Pairs are grouped by their
+# "Computation: squared games by quadrature"). Two methods sum the pairs:
+# leaf-pair tables (the default, "Leaf-pair tables" below) and, for the
+# trees they cannot take, a walk. The walk groups pairs by their
 # lowest common ancestor w: for a leaf l1 in the left subtree of w, every
 # l2 in the right subtree B_w is reached by one depth-first pass over B_w
 # that starts from the factors the pair shares above w and replaces a
@@ -25,7 +27,10 @@
 # for its linear game, of degree d_t - 1). When the caller's rule is the
 # Gauss-Legendre rule for the whole ensemble, each tree uses its own n_t-node
 # rule; the cost is linear in the nodes, and n_t is often well below the
-# ensemble's d (leaf-wise LightGBM trees; deep trees on few features).
+# ensemble's d (leaf-wise LightGBM trees; deep trees on few features). Trees
+# summed by tables use ceil(G_t / 2) nodes where that is fewer, G_t the most
+# distinct features on the paths of a pair of their leaves (counted with the
+# tables).
 #
 # Per row i and tree k the kernel adds  a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i)
 # for coefficients computed outside (importance.py). For the squared error,
@@ -35,11 +40,12 @@
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
 from ._forest cimport (
-    Forest, forest_from, next_node, Interrupt, interrupt_new, interrupted, interrupt_raise,
+    Forest, forest_from, next_node, row_patterns,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 from ._semivalues cimport (
     Scratch, scratch_alloc, scratch_failed, scratch_free, tree_gradient_uniform,
@@ -273,6 +279,380 @@ cdef void tree_square_gradient(
             ps.slot_of[ps.slot_feature[s]] = -1
 
 
+# Leaf-pair tables (the default method; the walk above serves the trees they
+# cannot take: zero covers, paths of more than 64 features, tables beyond
+# PAIR_TABLE_BYTES).
+# Write u_j(l) = (1 - t) R_jl + t X_jl for the factor of a feature on one
+# leaf's path, U_l = prod_j u_j(l), and for a pair (l1, l2) the factor of a
+# feature on both paths g_j = (1 - t) R_j1 R_j2 + t X_j1 X_j2. A pair's product
+# is then P = U_1 U_2 prod_{j in F_1 n F_2} psi_j, psi_j = g_j / (u_j(l1) u_j(l2)),
+# and its gradient coefficient (X1 X2 - R1 R2) P / g_j for a shared feature,
+# (X_jl - R_jl) P / u_j(l) for a feature on one path only. Summed over ordered
+# pairs l1 != l2 (with Q_l = sum_{l' != l} rho_l' P(l, l')):
+#   Sh_j = 2 sum_l rho_l (X_jl - R_jl) int Q_l / u_j(l)
+#        + 2 sum_{l1 < l2} rho_1 rho_2 sum_{j in F_1 n F_2} int P kappa_j,
+#   kappa_j = (X1 X2 - R1 R2) / g_j - (X_j1 - R_j1) / u_j(l1) - (X_j2 - R_j2) / u_j(l2),
+# plus the diagonal pairs. With X in {0, 1}, psi_j and kappa_j take four
+# row-independent values per Gauss node: 1 / (1 - t) when X1 = X2 = 0,
+# R_2 / u_j(l2) and -(1 - R_2) / u_j(l2) when only X2 = 1 (and the mirror),
+# and a per-pair value when X1 = X2 = 1. Those are tabulated once per tree;
+# a row then costs, per pair and node, one product per shared feature and
+# one multiply-add per shared feature, without divisions.
+# Tables beyond a few MB no longer stay in cache: there the walk was faster
+# (random forests of depth 8 on 10 features: 10 MB per tree, 1.7x slower)
+cdef double PAIR_TABLE_BYTES = 6.0 * 1024 * 1024
+cdef double MIN_RATIO = 1e-12
+
+
+cdef struct LeafTables:  # one tree; per leaf slot s (a distinct feature of a leaf's path), (m,) each
+    double* u0       # (1 - t) R: X = 0
+    double* u1       # (1 - t) R + t: X = 1
+    double* alone    # R / u1: psi of a shared feature where only this leaf has X = 1
+    double* kappa    # -w (1 - R) / u1: its kappa, times the quadrature weight
+    double* credit   # (1 - R) / u1: (X - R) / u with X = 1 (X = 0: -1 / (1 - t))
+    double* diag0    # (1 - t) R^2: diagonal factor, X = 0
+    double* diag1    # (1 - t) R^2 + t: X = 1
+    double* idiag0   # their inverses
+    double* idiag1
+
+
+cdef struct RowScratch:
+    double* V        # rho_l U_l, (leaves, m)
+    double* Q        # rho_l Q_l, (leaves, m)
+    double* P        # (m,)
+    double* wP       # (m,)
+    uint64_t* pattern        # per node
+    uint64_t* leaf_pattern   # per leaf
+    uint8_t* left_taken      # per node
+
+
+cdef RowScratch row_alloc(int64_t n_leaves, int64_t n_nodes, int64_t m) noexcept nogil:
+    cdef RowScratch rs
+    rs.V = <double*> malloc(n_leaves * m * sizeof(double))
+    rs.Q = <double*> malloc(n_leaves * m * sizeof(double))
+    rs.P = <double*> malloc(m * sizeof(double))
+    rs.wP = <double*> malloc(m * sizeof(double))
+    rs.pattern = <uint64_t*> malloc(n_nodes * sizeof(uint64_t))
+    rs.leaf_pattern = <uint64_t*> malloc(n_leaves * sizeof(uint64_t))
+    rs.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    return rs
+
+
+cdef bint row_failed(const RowScratch* rs) noexcept nogil:
+    return (rs.V == NULL or rs.Q == NULL or rs.P == NULL or rs.wP == NULL
+            or rs.pattern == NULL or rs.leaf_pattern == NULL or rs.left_taken == NULL)
+
+
+cdef void row_free(RowScratch* rs) noexcept nogil:
+    free(rs.V)
+    free(rs.Q)
+    free(rs.P)
+    free(rs.wP)
+    free(rs.pattern)
+    free(rs.leaf_pattern)
+    free(rs.left_taken)
+
+
+cdef void leaf_tables(
+    const double* ratio, int64_t n_slots, const double* points, const double* weights,
+    int64_t m, LeafTables* lt,
+) noexcept nogil:
+    cdef int64_t s, l, a
+    cdef double r, tl, u1
+    for s in range(n_slots):
+        r = ratio[s]
+        for l in range(m):
+            a = s * m + l
+            tl = points[l]
+            u1 = (1.0 - tl) * r + tl
+            lt.u0[a] = (1.0 - tl) * r
+            lt.u1[a] = u1
+            lt.alone[a] = r / u1
+            lt.kappa[a] = -weights[l] * (1.0 - r) / u1
+            lt.credit[a] = (1.0 - r) / u1
+            lt.diag0[a] = (1.0 - tl) * r * r
+            lt.diag1[a] = (1.0 - tl) * r * r + tl
+            lt.idiag0[a] = 1.0 / lt.diag0[a]
+            lt.idiag1[a] = 1.0 / lt.diag1[a]
+
+
+cdef int64_t pair_entries(
+    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* ratio, const double* points, int64_t m, int64_t* slot_of,
+    int64_t* pair_start, uint8_t* bit1, uint8_t* bit2, int64_t* entry_feature,
+    int32_t* offset, double* psi11, double* kappa11, const double* weights,
+    int64_t* max_union,
+) noexcept nogil:
+    """The shared features of every pair l1 < l2 (pair index in row-major
+    order of the upper triangle) and their tables where X1 = X2 = 1 (kappa
+    times the quadrature weight); with NULL outputs, only counts. Returns
+    the number of entries. ``max_union`` (if not NULL): the most distinct
+    features on the paths of a pair.
+
+    ``offset[4 e + x]``, x = X1 + 2 X2: where entry e's psi (and kappa)
+    starts in the tree's table [1 / (1 - t) | alone per slot | psi11 per
+    entry], each block m wide (tree_square_pairs)."""
+    cdef int64_t l1, l2, b, b2, s1, s2, j, l, n_entries = 0, p = 0, shared
+    cdef int64_t n_slots = slot_start[n_leaves] - slot_start[0]
+    cdef double a, r1, r2, tl, u1, u2, g
+    for l1 in range(n_leaves):
+        for b in range(dim[l1]):
+            slot_of[feature[slot_start[l1] + b]] = b
+        for l2 in range(l1 + 1, n_leaves):
+            if pair_start != NULL:
+                pair_start[p] = n_entries
+            p += 1
+            shared = n_entries
+            for b2 in range(dim[l2]):
+                s2 = slot_start[l2] + b2
+                b = slot_of[feature[s2]]
+                if b < 0:
+                    continue
+                if pair_start != NULL:
+                    s1 = slot_start[l1] + b
+                    bit1[n_entries] = <uint8_t> b
+                    bit2[n_entries] = <uint8_t> b2
+                    entry_feature[n_entries] = feature[s2]
+                    offset[4 * n_entries] = 0
+                    offset[4 * n_entries + 1] = <int32_t> (m + (s1 - slot_start[0]) * m)
+                    offset[4 * n_entries + 2] = <int32_t> (m + (s2 - slot_start[0]) * m)
+                    offset[4 * n_entries + 3] = <int32_t> (m + (n_slots + n_entries) * m)
+                    r1 = ratio[s1]
+                    r2 = ratio[s2]
+                    a = r1 * r2
+                    for l in range(m):
+                        tl = points[l]
+                        u1 = (1.0 - tl) * r1 + tl
+                        u2 = (1.0 - tl) * r2 + tl
+                        g = (1.0 - tl) * a + tl
+                        psi11[n_entries * m + l] = g / (u1 * u2)
+                        kappa11[n_entries * m + l] = weights[l] * (
+                            (1.0 - a) / g - (1.0 - r1) / u1 - (1.0 - r2) / u2)
+                n_entries += 1
+            if max_union != NULL and dim[l1] + dim[l2] - (n_entries - shared) > max_union[0]:
+                max_union[0] = dim[l1] + dim[l2] - (n_entries - shared)
+        for b in range(dim[l1]):
+            slot_of[feature[slot_start[l1] + b]] = -1
+    if pair_start != NULL:
+        pair_start[p] = n_entries
+    return n_entries
+
+
+cdef inline void pair_sums(
+    int64_t n_leaves, const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
+    const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
+    const double* kappa_table, const uint64_t* leaf_pattern, const double* V, double* Q,
+    double c, double* out, const int64_t m,
+) noexcept nogil:
+    """The pairs l1 < l2: Q of both leaves and the kappa terms of their shared
+    features (tree_square_pairs)."""
+    cdef int64_t l1, l2, l, e, e0, n_shared, p = 0
+    cdef uint64_t A1, A2, x
+    cdef double acc, acc1
+    cdef const double* V1
+    cdef const double* V2
+    cdef double* Q1
+    cdef double* Q2
+    cdef const double* tab
+    cdef double Pl[64]              # the pair's product per node (m <= 64)
+    cdef const double* kappa_of[64]  # per shared feature of the pair (at most 64)
+    for l1 in range(n_leaves):
+        A1 = leaf_pattern[l1]
+        V1 = V + l1 * m
+        Q1 = Q + l1 * m
+        for l2 in range(l1 + 1, n_leaves):
+            e0 = pair_start[p]
+            n_shared = pair_start[p + 1] - e0
+            p += 1
+            A2 = leaf_pattern[l2]
+            V2 = V + l2 * m
+            Q2 = Q + l2 * m
+            for l in range(m):
+                Pl[l] = V1[l] * V2[l]
+            # psi and kappa by (X1, X2), without branches: the bits vary by row
+            for e in range(e0, e0 + n_shared):
+                x = ((A1 >> bit1[e]) & 1) | (((A2 >> bit2[e]) & 1) << 1)
+                tab = psi_table + offset[4 * e + x]
+                kappa_of[e - e0] = kappa_table + offset[4 * e + x]
+                for l in range(m):
+                    Pl[l] = Pl[l] * tab[l]
+            for l in range(m):
+                Q1[l] += Pl[l]
+                Q2[l] += Pl[l]
+            for e in range(e0, e0 + n_shared):
+                tab = kappa_of[e - e0]
+                acc = 0.0
+                acc1 = 0.0
+                for l in range(0, m - 1, 2):
+                    acc = acc + Pl[l] * tab[l]
+                    acc1 = acc1 + Pl[l + 1] * tab[l + 1]
+                if m & 1:
+                    acc = acc + Pl[m - 1] * tab[m - 1]
+                out[entry_feature[e]] += c * (acc + acc1)
+
+
+cdef void tree_square_pairs(
+    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* ratio, const double* rho, const LeafTables* lt,
+    const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
+    const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
+    const double* kappa_table, const double* weights, const double* neg_inv_1mt, int64_t m,
+    double scale, double linear, RowScratch* rs, double* out,
+) noexcept nogil:
+    """Add scale Sh[v^2] + linear Sh[v] of one tree and row to ``out`` (leaf
+    patterns in rs.leaf_pattern). ``feature``, ``ratio`` and the leaf tables
+    start at the tree's first slot, slot_start[0]; ``psi_table`` and
+    ``kappa_table`` (kappa times the quadrature weights) as ``offset``
+    (pair_entries) reads them."""
+    cdef int64_t l1, b, s, l
+    cdef int64_t s0 = slot_start[0]
+    cdef uint64_t A1
+    cdef double r1, acc
+    cdef double c = 2.0 * scale
+    cdef double* V = rs.V
+    cdef double* Q = rs.Q
+    cdef double* P = rs.P
+    cdef double* wP = rs.wP
+    cdef const double* tab
+    cdef const double* itab
+    for l1 in range(n_leaves):
+        A1 = rs.leaf_pattern[l1]
+        r1 = rho[l1]
+        for l in range(m):
+            V[l1 * m + l] = r1
+            Q[l1 * m + l] = 0.0
+        for b in range(dim[l1]):
+            s = slot_start[l1] - s0 + b
+            tab = (lt.u1 if (A1 >> b) & 1 else lt.u0) + s * m
+            for l in range(m):
+                V[l1 * m + l] *= tab[l]
+        if scale == 0.0 or r1 == 0.0:
+            continue
+        # the diagonal pair (l1, l1): factors (1 - t) R^2 + t X
+        for l in range(m):
+            P[l] = 1.0
+        for b in range(dim[l1]):
+            s = slot_start[l1] - s0 + b
+            tab = (lt.diag1 if (A1 >> b) & 1 else lt.diag0) + s * m
+            for l in range(m):
+                P[l] *= tab[l]
+        for b in range(dim[l1]):
+            s = slot_start[l1] - s0 + b
+            itab = (lt.idiag1 if (A1 >> b) & 1 else lt.idiag0) + s * m
+            acc = 0.0
+            for l in range(m):
+                acc = acc + weights[l] * P[l] * itab[l]
+            out[feature[s]] += scale * r1 * r1 * (<double> ((A1 >> b) & 1) - ratio[s] * ratio[s]) * acc
+    if scale != 0.0:
+        # a constant m lets the compiler specialise pair_sums and unroll its loops
+        # over the nodes (1.2-1.3x with GCC 12, which clones it for these six m)
+        if m == 3:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 3)
+        elif m == 4:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 4)
+        elif m == 5:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 5)
+        elif m == 6:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 6)
+        elif m == 7:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 7)
+        elif m == 8:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, 8)
+        else:
+            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
+                      kappa_table, rs.leaf_pattern, V, Q, c, out, m)
+    # features on one path of a pair (and the linear game): (X - R) / u times Q, U
+    for l1 in range(n_leaves):
+        if rho[l1] == 0.0:
+            continue
+        A1 = rs.leaf_pattern[l1]
+        for l in range(m):
+            wP[l] = weights[l] * (2.0 * scale * Q[l1 * m + l] + linear * V[l1 * m + l])
+        for b in range(dim[l1]):
+            s = slot_start[l1] - s0 + b
+            tab = (lt.credit + s * m) if (A1 >> b) & 1 else neg_inv_1mt
+            acc = 0.0
+            for l in range(m):
+                acc = acc + wP[l] * tab[l]
+            out[feature[s]] += acc
+
+
+class _PairTables:
+    """Row-independent leaf structure of every tree for ``tree_square_pairs``
+    and which trees take it (``by_pairs``): at least two leaves, at most 64
+    distinct features on a path (pattern bits), every cover ratio product
+    above MIN_RATIO (u = 0 would break the division-free identities), and
+    tables under PAIR_TABLE_BYTES with the tree's own Gauss-Legendre nodes
+    (``m``: the ensemble's). Other trees take the walk. Per tree taken:
+    ``n_pairs``, ``n_entries`` (shared features of its pairs), ``max_union``
+    (most distinct features on the paths of a pair); 0 elsewhere."""
+
+    def __init__(self, ens, m):
+        from ._semivalues import pattern_structure
+
+        structure = pattern_structure(ens)
+        self.node_slot = structure["node_slot"]
+        self.leaf_node = structure["leaf_node"]
+        self.dim = structure["leaf_dim"]
+        self.slot_start = structure["leaf_feature_start"]
+        self.feature = structure["leaf_feature"]
+        self.ratio = structure["leaf_ratio"]
+        self.tree_leaf_start = structure["tree_leaf_start"]
+        self.rho = np.ascontiguousarray(np.asarray(ens.value, dtype=np.float64)
+                                        .reshape(len(ens.children_left), -1)[self.leaf_node, 0])
+        n_trees = len(self.tree_leaf_start) - 1
+        self.by_pairs = np.zeros(n_trees, dtype=np.uint8)
+        self.max_union = np.zeros(n_trees, dtype=np.int64)
+        self.n_pairs = np.zeros(n_trees, dtype=np.int64)
+        self.n_entries = np.zeros(n_trees, dtype=np.int64)
+        self.max_pairs = self.max_entries = self.max_slots = self.max_dim = 0
+        slot_of = np.full(max(1, int(ens.n_features)), -1, dtype=np.int64)
+        tree_m = np.clip(tree_rule_sizes(ens), 1, m)
+        for t in range(n_trees):
+            ls, le = self.tree_leaf_start[t], self.tree_leaf_start[t + 1]
+            n_leaves = le - ls
+            if n_leaves < 2:
+                continue
+            slots = slice(self.slot_start[ls], self.slot_start[le])
+            max_dim = int(self.dim[ls:le].max())
+            n_pairs = n_leaves * (n_leaves - 1) // 2
+            # every pair shares at least the root's feature: n_pairs entries or more
+            if (max_dim > 64 or self.ratio[slots].min() <= MIN_RATIO
+                    or n_pairs * 24.0 > PAIR_TABLE_BYTES):
+                continue
+            n_entries, max_union = _count_entries(self.dim[ls:le], self.slot_start[ls:le + 1],
+                                                  self.feature, slot_of)
+            pair_m = min(tree_m[t], (max_union + 1) // 2)
+            if n_entries * pair_m * 16.0 + n_pairs * 8.0 > PAIR_TABLE_BYTES:
+                continue
+            self.by_pairs[t] = 1
+            self.max_union[t] = max_union
+            self.n_pairs[t] = n_pairs
+            self.n_entries[t] = n_entries
+            self.max_pairs = max(self.max_pairs, n_pairs)
+            self.max_entries = max(self.max_entries, n_entries)
+            self.max_slots = max(self.max_slots, self.slot_start[le] - self.slot_start[ls])
+            self.max_dim = max(self.max_dim, max_dim)
+
+
+def _count_entries(const int64_t[::1] dim, const int64_t[::1] slot_start,
+                   const int64_t[::1] feature, int64_t[::1] slot_of):
+    """The shared-feature entries of a tree's leaf pairs, and the most
+    distinct features on the paths of a pair."""
+    cdef int64_t n_entries, max_union = 0
+    with nogil:
+        n_entries = pair_entries(dim.shape[0], &dim[0], &slot_start[0], &feature[0], NULL, NULL,
+                                 0, &slot_of[0], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                 &max_union)
+    return n_entries, max_union
+
+
 def tree_path_features(ens):
     """d_t, the most distinct features on a root-to-leaf path, per tree."""
     cdef const int64_t[::1] parent = ens.parent
@@ -303,11 +683,14 @@ def tree_rule_sizes(ens):
     return np.maximum(1, np.minimum(d, (n_features + 1) // 2))
 
 
-def _tree_rules(ens, points, weights):
+def _tree_rules(ens, points, weights, max_union=None):
     """Per tree, the number of nodes and the rows (padded to len(points)) of
     the quadrature rule it uses: its own Gauss-Legendre rule (tree_rule_sizes,
     at most len(points)) when the given one is the Gauss-Legendre rule on
-    [0, 1], else the given rule."""
+    [0, 1], else the given rule. ``max_union[t]`` > 0, the most distinct
+    features on the paths of a pair of tree t's leaves, bounds the degree
+    of its pair gradients by max_union[t] - 1, so ceil(max_union[t] / 2)
+    nodes suffice there (at most n_t)."""
     from ..explain import _gauss_legendre
 
     m = len(points)
@@ -323,13 +706,16 @@ def _tree_rules(ens, points, weights):
             nodes, w = _gauss_legendre(size)
             rule_points[size - 1, :size] = (nodes + 1.0) / 2.0
             rule_weights[size - 1, :size] = w / 2.0
-        tree_m = np.clip(tree_rule_sizes(ens), 1, m)
+        tree_m = tree_rule_sizes(ens)
+        if max_union is not None:
+            tree_m = np.where(max_union > 0, np.minimum(tree_m, (max_union + 1) // 2), tree_m)
+        tree_m = np.clip(tree_m, 1, m)
     return tree_m, rule_points, rule_weights
 
 
 def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
              const double[:, ::1] linear_coef, const double[::1] points,
-             const double[::1] weights, int n_threads):
+             const double[::1] weights, int n_threads, method="auto"):
     """Per-row, per-feature  sum_k a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i).
 
     ``square_coef`` (a) and ``linear_coef`` (b) have shape (n_rows, n_trees);
@@ -341,8 +727,13 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     ``points``, ``weights``: a quadrature rule on [0, 1] exact for the
     ensemble's games (Gauss-Legendre with ``n_path_features`` nodes). When
     it is that Gauss-Legendre rule, each tree uses the smaller Gauss-Legendre
-    rule exact for its own games instead (``tree_rule_sizes``; the same
-    values up to rounding); any other rule is used as given.
+    rule exact for its own games instead (``tree_rule_sizes``, or fewer
+    nodes where no pair of the tree's leaves has that many features; the
+    same values up to rounding); any other rule is used as given.
+
+    ``method``: "auto" takes the leaf-pair tables for every tree they can
+    take (``_PairTables``) and the pair walk for the others; "walk" takes
+    the walk for every tree (the tests compare the two).
     """
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
@@ -369,29 +760,113 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         raise ValueError("game coefficients must have shape (n_rows, n_trees)")
     if n_rows == 0:
         return np.asarray(out)
-    tree_m, rule_points, rule_weights = _tree_rules(ens, np.asarray(points), np.asarray(weights))
-    with nogil, parallel(num_threads=n_threads):
-        sc = scratch_alloc(f.max_tree_nodes, m, 1)
-        ps = pair_alloc(f.n_features, n_slots, m)
-        if scratch_failed(&sc) or pair_failed(&ps):
-            failed[0] = 1
-        for i in prange(n_rows, schedule="dynamic", chunksize=4):
-            if failed[0] or interrupted(&stop):
-                continue
-            for t in range(f.n_trees):
-                if interrupted(&stop):
-                    break
-                if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                    continue
-                mt = tree_m[t]
+    tables = _PairTables(ens, m)
+    if method not in ("auto", "walk"):
+        raise ValueError(f"method must be 'auto' or 'walk', got {method!r}")
+    if (method == "walk" or m > 64
+            or not np.all((np.asarray(points) > 0) & (np.asarray(points) < 1))):
+        tables.by_pairs[:] = 0  # the leaf-pair tables divide by 1 - t; at most 64 nodes
+        tables.max_union[:] = 0
+    tree_m, rule_points, rule_weights = _tree_rules(ens, np.asarray(points), np.asarray(weights),
+                                                    tables.max_union)
+    cdef const int64_t[::1] node_slot = tables.node_slot
+    cdef const int64_t[::1] leaf_node = tables.leaf_node
+    cdef const int64_t[::1] dim = tables.dim
+    cdef const int64_t[::1] slot_start = tables.slot_start
+    cdef const int64_t[::1] feature = tables.feature
+    cdef const double[::1] ratio = tables.ratio
+    cdef const double[::1] rho = tables.rho
+    cdef const int64_t[::1] tree_leaf_start = tables.tree_leaf_start
+    cdef const uint8_t[::1] by_pairs = tables.by_pairs
+    cdef int64_t[::1] slot_of = np.full(f.n_features, -1, dtype=np.int64)
+    cdef int64_t[::1] pair_start = np.zeros(tables.max_pairs + 1, dtype=np.int64)
+    cdef uint8_t[::1] bit1 = np.zeros(max(1, tables.max_entries), dtype=np.uint8)
+    cdef uint8_t[::1] bit2 = np.zeros(max(1, tables.max_entries), dtype=np.uint8)
+    cdef int64_t[::1] entry_feature = np.zeros(max(1, tables.max_entries), dtype=np.int64)
+    cdef int32_t[::1] offset = np.zeros(4 * max(1, tables.max_entries), dtype=np.int32)
+    # per tree: [1 / (1 - t) | alone per leaf slot | psi11 per entry] and the
+    # same for kappa, each block tree_m[t] wide
+    table_size = m + tables.max_slots * m + int(np.max(
+        tables.n_entries * np.asarray(tree_m) * tables.by_pairs, initial=0))
+    cdef double[::1] psi_table = np.zeros(table_size)
+    cdef double[::1] kappa_table = np.zeros(table_size)
+    cdef double[:, ::1] leaf_buffers = np.zeros((9, max(1, tables.max_slots * m)))
+    cdef double[::1] neg_inv_1mt = np.zeros(m)
+    cdef LeafTables lt
+    cdef RowScratch rs
+    cdef int64_t ls, n_leaves, base, lv, start, leaf_slots
+    lt.u0 = &leaf_buffers[0, 0]
+    lt.u1 = &leaf_buffers[1, 0]
+    lt.credit = &leaf_buffers[4, 0]
+    lt.diag0 = &leaf_buffers[5, 0]
+    lt.diag1 = &leaf_buffers[6, 0]
+    lt.idiag0 = &leaf_buffers[7, 0]
+    lt.idiag1 = &leaf_buffers[8, 0]
+    for t in range(f.n_trees):
+        if failed[0] or interrupted(&stop):
+            break
+        start = f.tree_start[t]
+        if f.tree_start[t + 1] - start == 1:
+            continue
+        mt = tree_m[t]
+        if by_pairs[t]:
+            ls = tree_leaf_start[t]
+            n_leaves = tree_leaf_start[t + 1] - ls
+            base = slot_start[ls]
+            leaf_slots = slot_start[ls + n_leaves] - base
+            with nogil:
                 for l in range(mt):
-                    ps.weights[l] = linear_coef[i, t] * rule_weights[mt - 1, l]
-                tree_gradient_uniform(&f, t, &X[i, 0], &rule_points[mt - 1, 0], ps.weights, mt,
-                                      &sc, &out[i, 0])
-                tree_square_gradient(&f, t, &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0],
-                                     mt, square_coef[i, t], &sc, &ps, &out[i, 0])
-        scratch_free(&sc)
-        pair_free(&ps)
+                    psi_table[l] = 1.0 / (1.0 - rule_points[mt - 1, l])
+                    kappa_table[l] = rule_weights[mt - 1, l] * psi_table[l]
+                    neg_inv_1mt[l] = -psi_table[l]
+                lt.alone = &psi_table[mt]
+                lt.kappa = &kappa_table[mt]
+                leaf_tables(&ratio[base], leaf_slots, &rule_points[mt - 1, 0],
+                            &rule_weights[mt - 1, 0], mt, &lt)
+                pair_entries(n_leaves, &dim[ls], &slot_start[ls], &feature[0],
+                             &ratio[0], &rule_points[mt - 1, 0], mt, &slot_of[0],
+                             &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
+                             &offset[0], &psi_table[mt + leaf_slots * mt],
+                             &kappa_table[mt + leaf_slots * mt], &rule_weights[mt - 1, 0], NULL)
+            with nogil, parallel(num_threads=n_threads):
+                rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
+                if row_failed(&rs):
+                    failed[0] = 1
+                for i in prange(n_rows, schedule="dynamic", chunksize=8):
+                    if failed[0] or interrupted(&stop):
+                        continue
+                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
+                        continue
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], rs.left_taken, rs.pattern)
+                    for lv in range(n_leaves):
+                        rs.leaf_pattern[lv] = rs.pattern[leaf_node[ls + lv] - start]
+                    tree_square_pairs(
+                        n_leaves, &dim[ls], &slot_start[ls], &feature[base], &ratio[base],
+                        &rho[ls], &lt, &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
+                        &offset[0], &psi_table[0], &kappa_table[0], &rule_weights[mt - 1, 0],
+                        &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
+                        &out[i, 0])
+                row_free(&rs)
+        else:
+            with nogil, parallel(num_threads=n_threads):
+                sc = scratch_alloc(f.max_tree_nodes, m, 1)
+                ps = pair_alloc(f.n_features, n_slots, m)
+                if scratch_failed(&sc) or pair_failed(&ps):
+                    failed[0] = 1
+                for i in prange(n_rows, schedule="dynamic", chunksize=4):
+                    if failed[0] or interrupted(&stop):
+                        continue
+                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
+                        continue
+                    for l in range(mt):
+                        ps.weights[l] = linear_coef[i, t] * rule_weights[mt - 1, l]
+                    tree_gradient_uniform(&f, t, &X[i, 0], &rule_points[mt - 1, 0], ps.weights,
+                                          mt, &sc, &out[i, 0])
+                    tree_square_gradient(&f, t, &rule_points[mt - 1, 0],
+                                         &rule_weights[mt - 1, 0], mt, square_coef[i, t],
+                                         &sc, &ps, &out[i, 0])
+                scratch_free(&sc)
+                pair_free(&ps)
     interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
