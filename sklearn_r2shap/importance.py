@@ -176,17 +176,26 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         LightGBM or CatBoost model fitted with the squared error, a
         scikit-learn tree or forest classifier, or a boosted model fitted
         with the log-loss, Poisson, Gamma or Tweedie loss.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        A dask collection is decomposed on its workers, partition by
+        partition (see Notes); the result is computed at once.
     y : array-like of shape (n_rows,)
         Targets; class labels (as in ``model.classes_``) for classifiers.
+        With a dask X: a dask Array or Series of the same row blocks (a
+        dask array of other chunks is rechunked to X's), or an in-memory
+        array, which is split to X's partitions.
     sample_weight : array-like of shape (n_rows,), optional
-        Weights of the rows in every sum and mean (e.g. class weights).
+        Weights of the rows in every sum and mean (e.g. class weights); with
+        a dask X, as ``y``.
     return_local : bool, default=False
-        Keep the (n_rows, n_features) per-row terms in ``.local``.
+        Keep the (n_rows, n_features) per-row terms in ``.local``. Not with
+        a dask X (raises ValueError).
     n_jobs : int, default=None
-        Threads (None: all cores).
+        Threads (None: all cores). With a dask X: OpenMP threads per task
+        (None: one, as dask runs a task per worker thread).
     verbose : int, default=0
-        Show progress with the estimated time left (tqdm if installed).
+        Show progress with the estimated time left (tqdm if installed). No
+        progress is shown for a dask X (use dask's dashboard).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         "exact": exact Shapley values. "sampled": unbiased Monte Carlo
         estimates (antithetic pairs of random feature orders per row and
@@ -206,7 +215,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         float in (0, 1] a fraction of them. The result then estimates the
         R2_j of all the rows (the subset's sums scaled by n_rows / n_sampled,
         Q0 and ``r2`` from all rows), and its standard errors include the
-        subsampling.
+        subsampling. On dask, the same rows (by global index) as in memory.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm's feature orders
         (each row's orders depend only on the seed and the row's index, not
@@ -228,6 +237,20 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     See Also
     --------
     estimate_cost : the cost of both algorithms before running either.
+
+    Notes
+    -----
+    On a dask X, two passes run on the workers: one over y and the weights
+    only (row counts, the largest |y| and weight, and the weighted mean of
+    the target that L0 needs), then one over the partitions of (X, y,
+    weights), the model shipped once, each partition giving the sums and
+    the means and squared deviations of its per-row terms, the loss sums
+    and L0's part; these are merged by a tree reduction and the client
+    finalizes them as the in-memory call does. The result equals the
+    in-memory one to rounding, also for ``algorithm="sampled"`` (each row's
+    feature orders depend on its global index) and ``max_samples``.
+    ``algorithm="auto"`` estimates the cost of all rows on ``n_jobs`` threads
+    of the client's machine (None: all its cores).
 
     Examples
     --------
@@ -653,8 +676,13 @@ class ShapleyR2Importance(BaseTreeSelector):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_samples, n_features)
+            A dask collection needs a model fitted beforehand (``prefit=True``
+            or a FrozenEstimator) and ``cv=None``: its R^2 is then
+            decomposed on the workers (:func:`r2_decomposition`).
         y : array-like of shape (n_samples,)
+            With a dask X, a dask Array or Series of the same row blocks, or
+            an in-memory array.
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` (to its final step, as
             ``<step>__sample_weight``, for a Pipeline) and used in the
@@ -829,6 +857,8 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     def decompose(self, X, y, sample_weight=None):
         """Decompose the fitted model's R^2 on other data (e.g. held out).
+
+        ``X`` may be a dask collection (as in :func:`r2_decomposition`).
 
         Returns
         -------
