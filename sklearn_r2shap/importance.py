@@ -363,7 +363,7 @@ class _BlockWork:
         from sklearn.utils import check_random_state
 
         n_threads = resolve_n_jobs(n_jobs)
-        self.n_threads = n_threads if block_threads is None else block_threads
+        self.n_threads = n_threads if block_threads is None else resolve_n_jobs(block_threads)
         self.n_permutations = check_n_permutations(n_permutations)
         # the kernels add every tree to one output: the games already carry the class
         single = replace(self.work, tree_output=np.zeros(self.work.n_trees, dtype=np.int64))

@@ -458,7 +458,8 @@ def test_r2_sampled_and_max_samples(client):
     assert got.algorithm == "sampled" and np.all(got.mc_std_errors > 0)
     got = check_r2(model, X, y, X_dask, y, max_samples=90, random_state=7)
     assert got.n_rows_sampled == 90
-    check_r2(model, X, y, X_dask, y, max_samples=0.5, algorithm="sampled", random_state=3)
+    check_r2(model, X, y, X_dask, y, max_samples=0.5, algorithm="sampled", random_state=3,
+             n_jobs=-1)
 
 
 def test_r2_xgboost_lightgbm_catboost(client):
