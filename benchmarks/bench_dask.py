@@ -17,7 +17,16 @@ worker's idle size is reported against the bytes of one block of input and
 output, to show that the memory a worker needs is set by the block size, not
 by the number of rows.
 
-Run ``python benchmarks/bench_dask.py [--rows 10000000] [--chunk-rows 250000]``.
+The R^2 part (``--parts r2``) decomposes the same model's R^2 with
+``sklearn_r2shap.r2_decomposition(model, X, y)`` on ``--r2-rows`` rows (y
+computed on the workers from X, plus noise), once per block size of
+``--r2-chunk-rows``: rows/s and the worker peak RSS above the warm worker
+against the block size (one pass over y, one over (X, y), tree-reduced; a
+task holds one block and works through it in chunks of rows).
+
+Run ``python benchmarks/bench_dask.py [--rows 10000000] [--chunk-rows 250000]
+[--parts shap,r2] [--r2-rows 1000000] [--r2-chunk-rows 50000,200000]
+[--r2-algorithm sampled]``.
 """
 import argparse
 import os
@@ -65,7 +74,15 @@ def main(argv=None):
     parser.add_argument("--depth", type=int, default=6)
     parser.add_argument("--xgboost-rows", type=int, default=None,
                         help="rows for xgboost.dask (the first ones; default --rows, 0 skips)")
+    parser.add_argument("--parts", default="shap,r2",
+                        help="comma-separated: shap (SHAP values), r2 (R^2 decomposition)")
+    parser.add_argument("--r2-rows", type=int, default=1_000_000)
+    parser.add_argument("--r2-chunk-rows", default="50000,200000",
+                        help="comma-separated block sizes of the R^2 runs")
+    parser.add_argument("--r2-algorithm", default="sampled", choices=["exact", "sampled"],
+                        help="exact costs ~8x the sampled algorithm for this model")
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
 
     import dask.array as da
     import distributed
@@ -101,12 +118,15 @@ def main(argv=None):
               + ", ".join(f"{warm[w] / 2**20:.0f} MiB" for w in sorted(warm)))
         block_in = args.chunk_rows * p * 8
         block_out = args.chunk_rows * (p + 1) * 8
-        print(f"rows: {args.rows:,} in blocks of {args.chunk_rows:,} "
-              f"({X.npartitions} blocks; one block: {block_in / 2**20:.1f} MiB in, "
-              f"{block_out / 2**20:.1f} MiB out as float64)")
+        if "shap" in parts:
+            print(f"rows: {args.rows:,} in blocks of {args.chunk_rows:,} "
+                  f"({X.npartitions} blocks; one block: {block_in / 2**20:.1f} MiB in, "
+                  f"{block_out / 2**20:.1f} MiB out as float64)")
         xgboost_rows = args.rows if args.xgboost_rows is None else args.xgboost_rows
+        if "shap" not in parts:
+            xgboost_rows = 0
         runs = [("sklearn_r2shap.shap_values", args.rows,
-                 lambda: sr.shap_values(model, X).sum(axis=0))]
+                 lambda: sr.shap_values(model, X).sum(axis=0))] if "shap" in parts else []
         if xgboost_rows:
             X_head = X[:xgboost_rows]
             runs.append(("sklearn_r2shap.shap_values", xgboost_rows,
@@ -132,7 +152,49 @@ def main(argv=None):
             theirs = results["xgboost.dask pred_contribs", xgboost_rows]
             print(f"column sums agree to {np.abs(ours - theirs).max() / np.abs(ours).max():.1e} "
                   "(relative to the largest; xgboost accumulates in float32)")
+        if "r2" in parts:
+            bench_r2(client, model, args)
     print(f"load average after: {os.getloadavg()}")
+
+
+def lazy_target(X, seed):
+    """y of the training rule, computed on the workers from X's blocks, plus noise."""
+    import dask.array as da
+
+    noise = da.random.RandomState(seed).normal(scale=0.1, size=X.shape[0], chunks=X.chunks[0])
+    return X[:, 0] * X[:, 1] + da.sin(X[:, 2]) + X[:, 3:].sum(axis=1) + noise
+
+
+def bench_r2(client, model, args):
+    """rows/s and worker peak RSS growth of r2_decomposition on dask, per block size."""
+    import dask.array as da
+
+    import sklearn_r2shap as sr
+
+    p = args.features
+    tiny = da.random.RandomState(2).normal(size=(4000, p), chunks=(1000, p))
+    sr.r2_decomposition(model, tiny, lazy_target(tiny, 4), algorithm=args.r2_algorithm,
+                        random_state=0)  # warm up
+    cost = sr.estimate_cost(model, np.zeros((1, p)), n_jobs=1)
+    print(f"R^2 decomposition ({args.r2_algorithm}) of {args.r2_rows:,} rows; estimated "
+          f"seconds per row on one thread: exact {cost.exact_seconds:.2e}, sampled "
+          f"{cost.sampled_seconds:.2e}")
+    for chunk_rows in (int(c) for c in args.r2_chunk_rows.split(",")):
+        X = da.random.RandomState(1).normal(size=(args.r2_rows, p), chunks=(chunk_rows, p))
+        y = lazy_target(X, 3)
+        before = client.run(reset_rss)
+        start = time.perf_counter()
+        result = sr.r2_decomposition(model, X, y, algorithm=args.r2_algorithm, random_state=0)
+        elapsed = time.perf_counter() - start
+        peaks = client.run(peak_rss)
+        block = chunk_rows * (p + 1) * 8
+        print(f"r2_decomposition, blocks of {chunk_rows:,} rows ({X.npartitions} blocks, "
+              f"{block / 2**20:.1f} MiB of X and y each): {elapsed:.1f} s, "
+              f"{args.r2_rows / elapsed:,.0f} rows/s; worker peak RSS "
+              + ", ".join(f"{peaks[w] / 2**20:.0f} MiB (+{(peaks[w] - before[w]) / 2**20:.0f}"
+                          " over the warm worker)" for w in sorted(peaks))
+              + f"; R^2 {result.r2:.4f}, sum of shares {result.importances.sum():.4f}",
+              flush=True)
 
 
 if __name__ == "__main__":

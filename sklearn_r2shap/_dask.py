@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["is_dask_collection", "map_rows", "Moments", "merge_statistics",
+__all__ = ["is_dask_collection", "map_rows", "Moments", "Extremes", "merge_statistics",
            "reduce_statistics"]
 
 
@@ -319,16 +319,34 @@ class Moments:
         return self.m2 / (self.weight - ddof)
 
 
+@dataclass
+class Extremes:
+    """Smallest and largest values per column; an empty group is the identity."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def of(cls, values):
+        values = np.asarray(values, dtype=np.float64)
+        return cls(np.min(values, axis=0, initial=np.inf),
+                   np.max(values, axis=0, initial=-np.inf))
+
+    def merge(self, other):
+        return Extremes(np.minimum(self.low, other.low), np.maximum(self.high, other.high))
+
+
 def merge_statistics(a, b):
     """Merge two dicts of per-partition statistics with the same keys.
 
-    A :class:`Moments` value merges by Chan's update; anything else (a
-    number or an array: sums, counts) is added.
+    A :class:`Moments` or :class:`Extremes` value merges by its ``merge``
+    (Chan's update; minimum and maximum); anything else (a number or an
+    array: sums, counts) is added.
     """
     if set(a) != set(b):
         raise ValueError(f"statistics with different keys: {sorted(a)} and {sorted(b)}.")
-    return {key: a[key].merge(b[key]) if isinstance(a[key], Moments) else a[key] + b[key]
-            for key in a}
+    return {key: a[key].merge(b[key]) if isinstance(a[key], (Moments, Extremes))
+            else a[key] + b[key] for key in a}
 
 
 def _merge_group(group):
@@ -363,10 +381,12 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     Parameters
     ----------
     function : callable
-    *collections : dask Array, DataFrame or Series
+    *collections : dask Array, DataFrame or Series, or list
         The same number of row blocks each, holding the same rows (dask
         arrays: the same row chunks; a 1D array is rechunked to the first
-        collection's row chunks when these are known).
+        collection's row chunks when these are known). A list holds one
+        in-memory value per partition (e.g. the partition's first row
+        index), passed as is.
     split_every : int, default=8
         Partitions (or partial results) merged per task.
     **kwargs
@@ -400,6 +420,9 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     first = collections[0]
     aligned = []
     for collection in collections:
+        if isinstance(collection, list):
+            aligned.append(collection)
+            continue
         if (hasattr(collection, "chunks") and hasattr(first, "chunks")
                 and collection is not first and collection.chunks[0] != first.chunks[0]
                 and not any(np.isnan(first.chunks[0]))):
@@ -419,3 +442,191 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     while len(level) > 1:
         level = [merge(level[i:i + split_every]) for i in range(0, len(level), split_every)]
     return level[0]
+
+
+# ----------------------------------------------------------------------------
+# The R^2 / D^2 decomposition: per-partition statistics, tree-reduced
+
+
+def _column(values):
+    """An in-memory block of y or sample_weight (ndarray, pandas Series / frame) as an array."""
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+
+
+def _is_regression(loss):
+    from ._scores import SquaredError
+
+    return isinstance(loss, SquaredError) and loss.classes is None
+
+
+def _block_target(loss, ensemble, y, n_rows, scale):
+    """The target columns of a block, as the in-memory call computes them for all rows."""
+    from ._scores import _regression_target
+
+    if _is_regression(loss):
+        return (_regression_target(y, n_rows) / scale)[:, None]
+    return loss.target(y, n_rows, ensemble)
+
+
+def _block_weight(weight, n_rows, what):
+    if weight is None:
+        return np.ones(n_rows)
+    weight = np.asarray(_column(weight), dtype=np.float64).reshape(-1)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"sample_weight has {weight.shape[0]} rows in a partition where "
+                         f"{what} has {n_rows}: give sample_weight the same row blocks "
+                         "(partitions) as X.")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    return weight
+
+
+def _target_statistics(y, index, weight=None, *, payload):
+    """First pass, over y (and the weights) only: what L0 and the rescaling need."""
+    loss, ensemble, n_blocks = payload
+    y = _column(y)
+    n_rows = len(y)
+    target = _block_target(loss, ensemble, y, n_rows, 1.0)
+    weight = _block_weight(weight, n_rows, "y")
+    lengths = np.zeros(n_blocks, dtype=np.int64)
+    lengths[index] = n_rows
+    return {"lengths": lengths,
+            "largest_target": Extremes.of(np.abs(target)),
+            "largest_weight": Extremes.of(weight),
+            # a target constant over the rows that count makes the score undefined
+            "counted_target": Extremes.of(target[weight > 0]),
+            "target": Moments.of(target, weight)}
+
+
+def _r2_block(X, y, where, weight=None, *, payload):
+    """Second pass: one partition's statistics of the decomposition (``_BlockWork``)."""
+    plan, scale, weight_scale, null_mean = payload
+    first, rows = where
+    y = _column(y)
+    n_rows = X.shape[0]
+    if len(y) != n_rows:
+        raise ValueError(f"y has {len(y)} rows in a partition where X has {n_rows}: give y "
+                         "(and sample_weight) the same row blocks (partitions) as X, e.g. a "
+                         "column of the same dask DataFrame, or y.rechunk(X.chunks[0]).")
+    target = _block_target(plan.loss, plan.ensemble, y, n_rows, scale)
+    weight = _block_weight(weight, n_rows, "X") / weight_scale
+    return plan.statistics(X, target, weight, first=first, rows=rows, null_mean=null_mean)
+
+
+def _n_blocks(collection):
+    return collection.npartitions if hasattr(collection, "npartitions") else (
+        collection.numblocks[0])
+
+
+def _aligned_column(values, X, what, lengths_of_X):
+    """y or sample_weight as row blocks matching X's: a dask collection (rechunked
+    when both row chunkings are known) or a list of in-memory blocks."""
+    n_blocks = _n_blocks(X)
+    if is_dask_collection(values):
+        if hasattr(values, "chunks") and not hasattr(values, "map_partitions"):
+            if values.ndim == 2 and values.shape[1] == 1:
+                values = values[:, 0]
+            if values.ndim != 1:
+                raise ValueError(f"{what} must be 1-dimensional, got shape {values.shape}.")
+            x_chunks = X.chunks[0] if hasattr(X, "chunks") else (np.nan,)
+            known = not (any(np.isnan(x_chunks)) or any(np.isnan(values.chunks[0])))
+            if known and values.shape[0] != sum(x_chunks):
+                raise ValueError(f"X has {int(sum(x_chunks))} rows but {what} has "
+                                 f"{values.shape[0]}.")
+            if known and values.chunks[0] != x_chunks:
+                values = values.rechunk({0: x_chunks})
+        if _n_blocks(values) != n_blocks:
+            raise ValueError(
+                f"{what} has {_n_blocks(values)} partitions and X has {n_blocks}: give {what} "
+                "the same row blocks (partitions) as X, e.g. a column of the same dask "
+                "DataFrame, or a dask array with X's row chunks.")
+        return values
+    values = _column(values)
+    lengths = lengths_of_X()
+    if values.ndim == 0 or len(values) != sum(lengths):
+        raise ValueError(f"X has {int(sum(lengths))} rows but {what} has "
+                         f"{values.size if values.ndim == 0 else len(values)}.")
+    return np.split(values, np.cumsum(lengths)[:-1])
+
+
+def r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local, n_jobs, algorithm,
+                     exact_budget, n_permutations, max_samples, random_state):
+    """``importance.r2_decomposition`` of a dask collection: two passes, tree-reduced.
+
+    Pass 1 reads y and the weights only (row counts per partition, the
+    largest |y| and weight -- the power-of-two rescalings -- and the
+    weighted mean of the target, L0's best constant). Pass 2 maps the
+    in-memory per-block statistics over the partitions of (X, y, weights),
+    with the model shipped once, and merges them by a tree reduction; the
+    client finalizes as the in-memory call does.
+    """
+    dask = _import_dask()
+    from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
+    from ._validation import check_rows, column_names
+    from .importance import _BlockWork
+
+    if return_local:
+        raise ValueError(
+            "return_local=True is not supported for a dask X: the per-row terms need L0, "
+            "known only after a pass over every row. Compute the R2_j on dask, and the "
+            "per-row terms of the rows you need in memory (X.compute() of a sample).")
+    if y is None:
+        raise ValueError("r2_decomposition requires y, but y is None.")
+    # refuse what the in-memory call refuses, before any pass
+    _BlockWork.of(ensemble, loss, 1.0)
+    _check_rows_lazily(ensemble, X, check_rows)
+    names = column_names(X._meta) if _is_dataframe_like(X) else None
+    if names is None:
+        names = ensemble.feature_names
+    if hasattr(X, "chunks") and not _is_dataframe_like(X) and len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # a task needs whole rows
+
+    lengths_of_X = []
+
+    def lengths():  # partition lengths of X (computed once, only when needed)
+        if not lengths_of_X:
+            if hasattr(X, "chunks") and not any(np.isnan(X.chunks[0])):
+                lengths_of_X.extend(int(n) for n in X.chunks[0])
+            else:
+                count = dask.delayed(len, pure=True)
+                lengths_of_X.extend(dask.compute(*[count(part) for part in _row_blocks(X)]))
+        return lengths_of_X
+
+    y = _aligned_column(y, X, "y", lengths)
+    columns = [y, list(range(_n_blocks(X)))]
+    if sample_weight is not None:
+        columns.append(_aligned_column(sample_weight, X, "sample_weight", lengths))
+    first = reduce_statistics(_target_statistics, *columns,
+                              payload=(loss, ensemble, _n_blocks(X))).compute()
+    n_rows = int(first["lengths"].sum())
+    check_n_rows(n_rows)
+    scale_w = 1.0
+    if sample_weight is not None:
+        if not first["largest_weight"].high > 0:
+            raise ValueError("sample_weight is zero for every row: no row counts.")
+        scale_w = weight_scale(first["largest_weight"].high)
+    counted = first["counted_target"]
+    if np.all(counted.low == counted.high):
+        raise undefined_score_error(loss)
+    scale = target_scale(float(np.max(first["largest_target"].high))) if _is_regression(
+        loss) else 1.0
+    null_mean = first["target"].mean / scale
+
+    plan = _BlockWork.of(ensemble, loss, scale)
+    rows = plan.choose(n_rows, n_jobs, _block_threads(n_jobs), algorithm, exact_budget,
+                       n_permutations, max_samples, random_state)
+    starts = np.concatenate(([0], np.cumsum(first["lengths"])[:-1]))
+    where = []
+    for start, n in zip(starts.tolist(), first["lengths"].tolist()):
+        mine = None if rows is None else (
+            rows[(rows >= start) & (rows < start + n)] - start)
+        where.append((start, mine))
+    blocks = [X, y, where] + columns[2:]
+    merged = reduce_statistics(
+        _r2_block, *blocks,
+        payload=shipped_once((plan, scale, scale_w, null_mean))).compute()
+    total = merged["null"]
+    if not total > 0:
+        raise undefined_score_error(loss)
+    n_used = n_rows if rows is None else len(rows)
+    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=names)

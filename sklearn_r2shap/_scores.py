@@ -233,18 +233,40 @@ def _power_of_two_below(value):
     return math.ldexp(1.0, math.frexp(value)[1] - 1)
 
 
+def check_n_rows(n_rows):
+    """Refuse fewer than 2 rows."""
+    if n_rows < 2:
+        raise ValueError(f"A decomposition of R^2 or D^2 needs at least 2 samples; got "
+                         f"{n_rows} sample.")
+
+
+def weight_scale(largest):
+    """The power of two that :func:`check_weights` divides weights by (largest weight > 0)."""
+    return _power_of_two_below(float(largest))
+
+
+def target_scale(largest):
+    """The power of two that divides a regression target of largest ``|y|`` (1 for y = 0)."""
+    return _power_of_two_below(float(largest)) if largest > 0 else 1.0
+
+
+def undefined_score_error(loss):
+    """The error for a target without variation under the weights."""
+    what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
+    return ValueError(f"y {what} (with the given weights): "
+                      f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
+
+
 def check_weights(sample_weight, n_rows):
     """Float64 weights, rescaled by a power of two so that the largest is in [1, 2).
 
     All-zero weights raise: no row would count.
     """
-    if n_rows < 2:
-        raise ValueError(f"A decomposition of R^2 or D^2 needs at least 2 samples; got "
-                         f"{n_rows} sample.")
+    check_n_rows(n_rows)
     if sample_weight is None:
         return np.ones(n_rows)
     weight = check_row_weights(sample_weight, n_rows)
-    return weight / _power_of_two_below(float(weight.max()))
+    return weight / weight_scale(weight.max())
 
 
 def _target_column(y, n_rows, what):
@@ -280,8 +302,7 @@ def check_target(y, n_rows, sample_weight):
     """
     y = _regression_target(y, n_rows)
     weight = check_weights(sample_weight, n_rows)
-    largest = float(np.max(np.abs(y)))
-    scale = _power_of_two_below(largest) if largest > 0 else 1.0
+    scale = target_scale(float(np.max(np.abs(y))))
     scaled = y / scale
     mean = np.average(scaled, weights=weight)
     if np.ptp(y[weight > 0]) == 0 or not np.sum(weight * (scaled - mean) ** 2) > 0:
@@ -321,6 +342,16 @@ class _Loss:
         raise NotImplementedError
 
     def null_loss(self, target, weight):
+        """L0 = sum_i w_i [l(y_i, best constant) - l(y_i, saturated)]."""
+        return self.null_sum(target, weight, self.null_mean(target, weight))
+
+    def null_mean(self, target, weight):
+        """The best constant prediction: the weighted mean of the target columns."""
+        return np.average(target, axis=0, weights=weight)
+
+    def null_sum(self, target, weight, mean):
+        """L0's sum over the given rows, with the best constant ``mean`` of all rows
+        (so that L0 adds up over blocks of rows)."""
         raise NotImplementedError
 
     def loss(self, target, margin):
@@ -360,8 +391,7 @@ class SquaredError(_Loss):
         n_classes = len(self.classes)
         return np.array([1]) if n_classes == 2 else np.arange(n_classes)
 
-    def null_loss(self, target, weight):
-        mean = np.average(target, axis=0, weights=weight)
+    def null_sum(self, target, weight, mean):
         return 0.5 * float(np.sum(weight[:, None] * (target - mean) ** 2))
 
     def loss(self, target, margin):
@@ -383,8 +413,8 @@ class Binomial(_Loss):
     def target(self, y, n_rows, ensemble):
         return (class_codes(y, self.classes, n_rows) == 1).astype(np.float64)[:, None]
 
-    def null_loss(self, target, weight):
-        mean = float(np.average(target[:, 0], weights=weight))
+    def null_sum(self, target, weight, mean):
+        mean = float(mean[0])
         return -float(np.sum(weight * (xlogy(target[:, 0], mean)
                                        + xlogy(1.0 - target[:, 0], 1.0 - mean))))
 
@@ -410,8 +440,7 @@ class Multinomial(_Loss):
         codes = class_codes(y, self.classes, n_rows)
         return (codes[:, None] == np.arange(len(self.classes))).astype(np.float64)
 
-    def null_loss(self, target, weight):
-        mean = np.average(target, axis=0, weights=weight)
+    def null_sum(self, target, weight, mean):
         return -float(np.sum(weight[:, None] * xlogy(target, mean)))
 
     def loss(self, target, margin):
@@ -453,9 +482,8 @@ class Tweedie(_Loss):
         return (np.power(y, 2.0 - p) / ((1.0 - p) * (2.0 - p))
                 - y * np.power(mu, 1.0 - p) / (1.0 - p) + np.power(mu, 2.0 - p) / (2.0 - p))
 
-    def null_loss(self, target, weight):
-        mean = float(np.average(target[:, 0], weights=weight))
-        return float(np.sum(weight * self.deviance(target[:, 0], mean)))
+    def null_sum(self, target, weight, mean):
+        return float(np.sum(weight * self.deviance(target[:, 0], float(mean[0]))))
 
     def loss(self, target, margin):
         return self.deviance(target[:, 0], np.exp(margin[:, 0]))

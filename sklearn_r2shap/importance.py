@@ -10,17 +10,19 @@ regressors that are not trees.
 """
 import numbers
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _dask
 from ._cost import DEFAULT_EXACT_BUDGET, Progress, choose_algorithm, ensemble_cost
 from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
 from ._model import UnsupportedModelError, to_ensemble
 from ._r2_terms import R2Terms
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
+from ._scores import undefined_score_error
 from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
 
@@ -177,17 +179,26 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         LightGBM or CatBoost model fitted with the squared error, a
         scikit-learn tree or forest classifier, or a boosted model fitted
         with the log-loss, Poisson, Gamma or Tweedie loss.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        A dask collection is decomposed on its workers, partition by
+        partition (see Notes); the result is computed at once.
     y : array-like of shape (n_rows,)
         Targets; class labels (as in ``model.classes_``) for classifiers.
+        With a dask X: a dask Array or Series of the same row blocks (a
+        dask array of other chunks is rechunked to X's), or an in-memory
+        array, which is split to X's partitions.
     sample_weight : array-like of shape (n_rows,), optional
-        Weights of the rows in every sum and mean (e.g. class weights).
+        Weights of the rows in every sum and mean (e.g. class weights); with
+        a dask X, as ``y``.
     return_local : bool, default=False
-        Keep the (n_rows, n_features) per-row terms in ``.local``.
+        Keep the (n_rows, n_features) per-row terms in ``.local``. Not with
+        a dask X (raises ValueError).
     n_jobs : int, default=None
-        Threads (None: all cores).
+        Threads (None: all cores). With a dask X: OpenMP threads per task
+        (None: one, as dask runs a task per worker thread).
     verbose : int, default=0
-        Show progress with the estimated time left (tqdm if installed).
+        Show progress with the estimated time left (tqdm if installed). No
+        progress is shown for a dask X (use dask's dashboard).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         "exact": exact Shapley values. "sampled": unbiased Monte Carlo
         estimates (antithetic pairs of random feature orders per row and
@@ -207,7 +218,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         float in (0, 1] a fraction of them. The result then estimates the
         R2_j of all the rows (the subset's sums scaled by n_rows / n_sampled,
         Q0 and ``r2`` from all rows), and its standard errors include the
-        subsampling.
+        subsampling. On dask, the same rows (by global index) as in memory.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm's feature orders
         (each row's orders depend only on the seed and the row's index, not
@@ -229,6 +240,20 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     See Also
     --------
     estimate_cost : the cost of both algorithms before running either.
+
+    Notes
+    -----
+    On a dask X, two passes run on the workers: one over y and the weights
+    only (row counts, the largest |y| and weight, and the weighted mean of
+    the target that L0 needs), then one over the partitions of (X, y,
+    weights), the model shipped once, each partition giving the sums and
+    the means and squared deviations of its per-row terms, the loss sums
+    and L0's part; these are merged by a tree reduction and the client
+    finalizes them as the in-memory call does. The result equals the
+    in-memory one to rounding, also for ``algorithm="sampled"`` (each row's
+    feature orders depend on its global index) and ``max_samples``.
+    ``algorithm="auto"`` estimates the cost of all rows on ``n_jobs`` threads
+    of the client's machine (None: all its cores).
 
     Examples
     --------
@@ -267,15 +292,17 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
     True
     """
-    from sklearn.utils import check_random_state
-
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)
+    if _dask.is_dask_collection(X):
+        return _dask.r2_decomposition(
+            ensemble, loss, X, y, sample_weight=sample_weight, return_local=return_local,
+            n_jobs=n_jobs, algorithm=algorithm, exact_budget=exact_budget,
+            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
     # the user's column names (LightGBM stores them with spaces replaced)
     names = column_names(X)
     if names is None:
         names = ensemble.feature_names
-    n_threads = resolve_n_jobs(n_jobs)
     n_rows, n_features = n_rows_features(X)
     scale = 1.0
     if isinstance(loss, SquaredError) and loss.classes is None:
@@ -284,113 +311,188 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     else:
         weight = check_weights(sample_weight, n_rows)
         target = loss.target(y, n_rows, ensemble)
-    work, symmetric = _game_ensemble(ensemble, loss, scale)
+    plan = _BlockWork.of(ensemble, loss, scale)
     with np.errstate(all="ignore"):
         total = loss.null_loss(target, weight)
     if not total > 0:
-        what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
-        raise ValueError(f"y {what} (with the given weights): "
-                         f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
-    n_permutations = check_n_permutations(n_permutations)
-    tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
-    base = np.asarray(work.base_value, dtype=np.float64)
-    # the kernels add every tree to one output: the games already carry the class
-    single = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64))
-
-    # draws only when something is random (random_state=None uses numpy's global state)
-    random = check_random_state(random_state)
-    rows = _subsample_rows(n_rows, max_samples, random)
+        raise undefined_score_error(loss)
+    rows = plan.choose(n_rows, n_jobs, None, algorithm, exact_budget, n_permutations,
+                       max_samples, random_state)
     if rows is not None and return_local:
         raise ValueError("return_local=True needs every row: it cannot be combined with "
                          "max_samples.")
     n_used = n_rows if rows is None else len(rows)
-    slots = _qshap_sampled.tree_slots(single)
-    cost = ensemble_cost(single, n_used, n_threads, n_permutations, slots)
-    algorithm = choose_algorithm(algorithm, cost, exact_budget)
-    seed = int(random.randint(np.iinfo(np.int64).max)) if algorithm == "sampled" else 0
-    terms_of = R2Terms(single, algorithm, n_threads, n_permutations, seed, slots)
-    seconds = cost.exact_seconds if algorithm == "exact" else cost.sampled_seconds
-    # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
-    chunk_rows = chunk_rows_for(seconds / max(1, n_used) * min(n_threads, n_used), n_threads)
-    if algorithm == "exact":
-        # the kernel tabulates each tree once per call: a few rows' worth of work
-        chunk_rows = max(chunk_rows, _EXACT_MIN_CHUNK_ROWS)
-    chunk_rows = min(chunk_rows, _chunk_rows(work.n_trees))
-    if algorithm == "sampled":
-        chunk_rows = min(chunk_rows, max(16, (1 << 22) // (n_permutations * n_features)))
-    sums = np.zeros(n_features)
-    mc_variance = np.zeros(n_features)
-    # Chan et al.'s pairwise update of means and squared deviations per chunk
-    mean, m2, count = np.zeros(n_features), np.zeros(n_features), 0
     local = np.empty((n_rows, n_features)) if return_local else None
-    # the model's R^2 (and Q0) are over every row, also with max_samples
-    prediction = np.empty((n_rows, work.n_outputs))
-    if rows is not None:
-        for start, stop, block in iter_row_blocks(ensemble, X, _CHUNK_ROWS):
-            prediction[start:stop] = _predict.predict_raw(work, block, n_threads)
-    progress = Progress(n_used, verbose, f"R^2 decomposition ({algorithm})", seconds)
-    for start, stop, X_chunk in iter_row_blocks(ensemble, X, chunk_rows, rows):
-        ids = np.arange(start, stop) if rows is None else rows[start:stop]
-        leaf = _predict.leaf_values(work, X_chunk, n_threads)
-        with np.errstate(all="ignore"):
-            if symmetric:
-                square_coef, linear_coef = _symmetric_game(
-                    leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
-            else:
-                square_coef, linear_coef = second_order_game(
-                    leaf, loss, target[ids], weight[ids], base, work.tree_output)
-        terms, variance = terms_of(X_chunk, square_coef, linear_coef, ids)
-        if rows is None:
-            prediction[start:stop] = _predict.predict_raw(work, X_chunk, n_threads)
-        chunk = -terms / total
-        sums += chunk.sum(axis=0)
-        if variance is not None:
-            mc_variance += variance.sum(axis=0) / total ** 2
-        if local is not None:
-            local[start:stop] = chunk
-        progress.update(stop - start)
-        # rows of zero weight are absent from the data, also for the standard
-        # error; a random subset estimates a sum over all rows, zeros included
-        if rows is None:
-            chunk = chunk[weight[ids] > 0]
-        n_chunk = len(chunk)
-        if n_chunk == 0:
-            continue
-        chunk_mean = chunk.mean(axis=0)
-        chunk_m2 = ((chunk - chunk_mean) ** 2).sum(axis=0)
-        delta = chunk_mean - mean
-        new_count = count + n_chunk
-        mean = mean + delta * n_chunk / new_count
-        m2 = m2 + chunk_m2 + delta ** 2 * count * n_chunk / new_count
-        count = new_count
+    progress = Progress(n_used, verbose, f"R^2 decomposition ({plan.algorithm})",
+                        plan.seconds)
+    statistics = plan.statistics(X, target, weight, rows=rows, local=local, progress=progress)
     progress.close()
-    std_errors = np.sqrt(count * m2 / (count - 1)) if count > 1 else np.full(n_features, np.nan)
-    # a uniform random subset: n / n_used times its sum is unbiased for the sum over all rows
-    scale = n_rows / n_used
-    sums, std_errors = sums * scale, std_errors * scale
-    mc_std_errors = None
-    if algorithm == "sampled":
-        mc_std_errors = (np.sqrt(mc_variance) * scale if n_permutations > 1
-                         else np.full(n_features, np.nan))
+    return plan.finalize(statistics, total, n_rows=n_rows, n_used=n_used, names=names,
+                         local=local)
 
-    with np.errstate(all="ignore"):
-        r2 = 1.0 - float(np.sum(weight * loss.loss(target, prediction))) / total
-    if not (np.isfinite(r2) and np.all(np.isfinite(sums))):
-        raise FloatingPointError(
-            f"The {loss.score} decomposition of {ensemble.model_type} is not finite: the "
-            "margins, targets or leaf values overflow in double precision (e.g. exp of a "
-            "huge margin); rescale y or check the model's predictions."
+
+@dataclass
+class _BlockWork:
+    """The per-block work of :func:`r2_decomposition` and the step from its merged
+    statistics to the result.
+
+    A block of rows gives *unscaled* statistics (the per-row terms before the
+    division by -L0, which needs every row), which add up over blocks (sums)
+    or merge exactly (:class:`~._dask.Moments`); :meth:`finalize` divides by
+    L0 once. The in-memory call treats X as one block; on dask every
+    partition is one (``_dask.r2_decomposition``).
+    """
+
+    ensemble: object  # the model's TreeEnsemble (to check the rows of a block)
+    loss: object
+    work: object  # the ensemble of the games (vector leaves split, rescaled)
+    symmetric: bool
+    algorithm: str = None
+    n_permutations: int = None
+    terms_of: R2Terms = None
+    chunk_rows: int = None
+    seconds: float = None
+    n_threads: int = None
+
+    @classmethod
+    def of(cls, ensemble, loss, scale):
+        work, symmetric = _game_ensemble(ensemble, loss, scale)
+        return cls(ensemble, loss, work, symmetric)
+
+    def choose(self, n_rows, n_jobs, block_threads, algorithm, exact_budget, n_permutations,
+               max_samples, random_state):
+        """Draw the row subset (or None), then choose the algorithm for the rows used
+        (cost on ``n_jobs`` threads); tasks run on ``block_threads`` (None: n_jobs)."""
+        from sklearn.utils import check_random_state
+
+        n_threads = resolve_n_jobs(n_jobs)
+        self.n_threads = n_threads if block_threads is None else resolve_n_jobs(block_threads)
+        self.n_permutations = check_n_permutations(n_permutations)
+        # the kernels add every tree to one output: the games already carry the class
+        single = replace(self.work, tree_output=np.zeros(self.work.n_trees, dtype=np.int64))
+        # draws only when something is random (random_state=None uses numpy's global state)
+        random = check_random_state(random_state)
+        rows = _subsample_rows(n_rows, max_samples, random)
+        n_used = n_rows if rows is None else len(rows)
+        slots = _qshap_sampled.tree_slots(single)
+        cost = ensemble_cost(single, n_used, n_threads, self.n_permutations, slots)
+        self.algorithm = choose_algorithm(algorithm, cost, exact_budget)
+        seed = int(random.randint(np.iinfo(np.int64).max)) if self.algorithm == "sampled" else 0
+        self.terms_of = R2Terms(single, self.algorithm, self.n_threads, self.n_permutations,
+                                seed, slots)
+        self.seconds = cost.exact_seconds if self.algorithm == "exact" else cost.sampled_seconds
+        # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
+        self.chunk_rows = chunk_rows_for(
+            self.seconds / max(1, n_used) * min(n_threads, n_used), n_threads)
+        if self.algorithm == "exact":
+            # the kernel tabulates each tree once per call: a few rows' worth of work
+            self.chunk_rows = max(self.chunk_rows, _EXACT_MIN_CHUNK_ROWS)
+        self.chunk_rows = min(self.chunk_rows, _chunk_rows(self.work.n_trees))
+        if self.algorithm == "sampled":
+            self.chunk_rows = min(self.chunk_rows, max(
+                16, (1 << 22) // (self.n_permutations * self.ensemble.n_features)))
+        return rows
+
+    def statistics(self, X, target, weight, first=0, rows=None, null_mean=None, local=None,
+                   progress=None):
+        """Statistics of a block of rows: a dict that adds up / merges over blocks.
+
+        ``first`` is the block's first row in the whole data (the sampled
+        algorithm seeds each row by its index), ``rows`` the block's rows in
+        the random subset (``max_samples``; indices into the block), or None
+        for all. Keys: ``sums`` (per-feature sums of the raw terms),
+        ``terms`` (their Moments over the rows of positive weight; all rows
+        of a random subset), ``mc_variance`` (sampled algorithm: sums of the
+        rows' Monte Carlo variances), ``loss`` (sum of w l(y, f(x)) over
+        every row of the block) and ``null`` (L0's sum over the block with
+        the best constant ``null_mean`` of all rows, when given).
+        """
+        from ._dask import Moments
+
+        work, n_threads, n_features = self.work, self.n_threads, self.ensemble.n_features
+        base = np.asarray(work.base_value, dtype=np.float64)
+        tree_mean = np.ascontiguousarray(_predict.node_means(work)[work.tree_start[:-1], 0])
+        sums, mc_variance = np.zeros(n_features), np.zeros(n_features)
+        moments = Moments.of(np.zeros((0, n_features)))
+        loss_sum, null_sum = 0.0, 0.0
+        if null_mean is not None:
+            with np.errstate(all="ignore"):
+                null_sum = self.loss.null_sum(target, weight, null_mean)
+        if len(target) > 0:
+            # the model's loss is over every row, also with max_samples
+            if rows is not None:
+                for start, stop, block in iter_row_blocks(self.ensemble, X, _CHUNK_ROWS):
+                    loss_sum += self._loss(block, target[start:stop], weight[start:stop])
+            for start, stop, X_chunk in iter_row_blocks(self.ensemble, X, self.chunk_rows,
+                                                        rows):
+                if start == stop:  # no row of the block in the random subset
+                    break
+                ids = np.arange(start, stop) if rows is None else rows[start:stop]
+                leaf = _predict.leaf_values(work, X_chunk, n_threads)
+                with np.errstate(all="ignore"):
+                    if self.symmetric:
+                        square_coef, linear_coef = _symmetric_game(
+                            leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
+                    else:
+                        square_coef, linear_coef = second_order_game(
+                            leaf, self.loss, target[ids], weight[ids], base, work.tree_output)
+                terms, variance = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
+                if rows is None:
+                    loss_sum += self._loss(X_chunk, target[ids], weight[ids])
+                sums += terms.sum(axis=0)
+                if variance is not None:
+                    mc_variance += variance.sum(axis=0)
+                if local is not None:
+                    local[start:stop] = terms
+                if progress is not None:
+                    progress.update(stop - start)
+                # rows of zero weight are absent from the data, also for the standard
+                # error; a random subset estimates a sum over all rows, zeros included
+                moments = moments.merge(Moments.of(terms if rows is not None
+                                                   else terms[weight[ids] > 0]))
+        return {"sums": sums, "terms": moments, "mc_variance": mc_variance,
+                "loss": loss_sum, "null": null_sum}
+
+    def _loss(self, X_chunk, target, weight):
+        prediction = _predict.predict_raw(self.work, X_chunk, self.n_threads)
+        with np.errstate(all="ignore"):
+            return float(np.sum(weight * self.loss.loss(target, prediction)))
+
+    def finalize(self, statistics, total, *, n_rows, n_used, names, local=None):
+        """The R2Decomposition from the merged statistics of every block and L0."""
+        n_features = self.ensemble.n_features
+        terms = statistics["terms"]
+        count = terms.weight
+        # R2_j = -(1/L0) sum_i terms_ij; a random subset: n / n_used times its sum is
+        # unbiased for the sum over all rows
+        scale = -n_rows / n_used / total
+        sums = statistics["sums"] * scale
+        std_errors = (np.sqrt(count * terms.m2 / (count - 1)) * abs(scale) if count > 1
+                      else np.full(n_features, np.nan))
+        mc_std_errors = None
+        if self.algorithm == "sampled":
+            mc_std_errors = (np.sqrt(statistics["mc_variance"]) * abs(scale)
+                             if self.n_permutations > 1 else np.full(n_features, np.nan))
+        if local is not None:
+            local /= -total
+        with np.errstate(all="ignore"):
+            r2 = 1.0 - statistics["loss"] / total
+        if not (np.isfinite(r2) and np.all(np.isfinite(sums))):
+            raise FloatingPointError(
+                f"The {self.loss.score} decomposition of {self.ensemble.model_type} is not "
+                "finite: the margins, targets or leaf values overflow in double precision "
+                "(e.g. exp of a huge margin); rescale y or check the model's predictions."
+            )
+        if names is None:
+            names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
+        return R2Decomposition(
+            importances=sums, std_errors=std_errors, r2=r2,
+            r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+            mode="symmetric" if self.symmetric else "sequential", n_rows=n_rows, local=local,
+            model_name=self.ensemble.model_type or None, algorithm=self.algorithm,
+            mc_std_errors=mc_std_errors, n_rows_sampled=None if n_used == n_rows else n_used,
+            score=self.loss.score, power=self.loss.power,
         )
-    if names is None:
-        names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
-    return R2Decomposition(
-        importances=sums, std_errors=std_errors, r2=r2,
-        r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
-        mode="symmetric" if symmetric else "sequential", n_rows=n_rows, local=local,
-        model_name=ensemble.model_type or None,
-        algorithm=algorithm, mc_std_errors=mc_std_errors,
-        n_rows_sampled=None if rows is None else n_used, score=loss.score, power=loss.power,
-    )
 
 
 def _subsample_rows(n_rows, max_samples, random):
@@ -581,8 +683,13 @@ class ShapleyR2Importance(BaseTreeSelector):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : array-like, DataFrame, dask Array or dask DataFrame of shape (n_samples, n_features)
+            A dask collection needs a model fitted beforehand (``prefit=True``
+            or a FrozenEstimator) and ``cv=None``: its R^2 is then
+            decomposed on the workers (:func:`r2_decomposition`).
         y : array-like of shape (n_samples,)
+            With a dask X, a dask Array or Series of the same row blocks, or
+            an in-memory array.
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` (to its final step, as
             ``<step>__sample_weight``, for a Pipeline) and used in the
@@ -611,15 +718,21 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        n_rows_features(X)
-        checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
-                              dtype=None, ensure_min_samples=2, accept_sparse=("csr", "csc"))
-        self._record_input(X)
-        if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
-            X, y = checked, np.asarray(y)
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight)
+        if _dask.is_dask_collection(X):
+            self._check_dask_fit(fit_params)
+            # a dask DataFrame's names and width: those of its empty pandas stand-in
+            self._record_input(X._meta if hasattr(X, "_meta") and hasattr(X, "columns") else X)
+        else:
+            allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+            n_rows_features(X)
+            checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
+                                  dtype=None, ensure_min_samples=2,
+                                  accept_sparse=("csr", "csc"))
+            self._record_input(X)
+            if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
+                X, y = checked, np.asarray(y)
+            if sample_weight is not None:
+                sample_weight = np.asarray(sample_weight)
         if self.cv is None:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             result = self._decompose(self.estimator_, X, y, sample_weight)
@@ -636,6 +749,22 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
         self._set_threshold(X)
         return self
+
+    def _check_dask_fit(self, fit_params):
+        """On dask data, ``fit`` only decomposes the R^2 of a model fitted beforehand."""
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        if not (self.prefit or _unfrozen(estimator)[1]):
+            raise ValueError(
+                f"{type(self).__name__} does not fit models on dask collections: fit the "
+                "model first (e.g. with xgboost.dask or lightgbm.dask, or in memory on a "
+                "sample), then pass it with prefit=True (or as a FrozenEstimator) to "
+                "decompose its R^2 on the dask data.")
+        if self.cv is not None:
+            raise ValueError("cv refits the estimator on each fold, which is not supported "
+                             "on dask collections; use cv=None with a prefit model.")
+        if fit_params:
+            raise ValueError(f"fit parameters {sorted(fit_params)} are for fitting the model, "
+                             "which a prefit model on dask data does not do.")
 
     def _fit_cross_validated(self, X, y, sample_weight, fit_params):
         from sklearn.model_selection import check_cv
@@ -720,6 +849,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         elif return_local:
             raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
                              "per-row terms.")
+        elif _dask.is_dask_collection(X):
+            raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
+                             "cannot decompose) does not accept dask collections; use a tree "
+                             "model with Q-SHAP, or X.compute() of a sample.")
         else:
             from .shapflex import shapflex_decomposition
 
@@ -731,6 +864,8 @@ class ShapleyR2Importance(BaseTreeSelector):
 
     def decompose(self, X, y, sample_weight=None):
         """Decompose the fitted model's R^2 on other data (e.g. held out).
+
+        ``X`` may be a dask collection (as in :func:`r2_decomposition`).
 
         Returns
         -------

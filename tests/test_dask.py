@@ -377,3 +377,183 @@ def test_piecewise_dask_background(client):
     with pytest.raises(TypeError, match="dask collection"):
         sr.piecewise_shap_values(model, X[:5], background=as_dask_array(X),
                                  background_weight=weight)
+
+
+# ----------------------------------------------------------------------------
+# R^2 / D^2 decomposition and ShapleyR2Importance on dask
+
+
+def check_r2(model, X, y, X_dask, y_dask, weight=None, weight_dask=None, **kwargs):
+    """r2_decomposition of the dask collections against the in-memory call."""
+    expected = sr.r2_decomposition(model, X, y, sample_weight=weight, **kwargs)
+    got = sr.r2_decomposition(model, X_dask, y_dask, sample_weight=weight_dask, **kwargs)
+    for name in ("importances", "std_errors", "mc_std_errors"):
+        if getattr(expected, name) is None:
+            assert getattr(got, name) is None, name
+        else:
+            np.testing.assert_allclose(getattr(got, name), getattr(expected, name), rtol=0,
+                                       atol=TOL, err_msg=name)
+    for name in ("r2", "r2_unattributed"):
+        assert abs(getattr(got, name) - getattr(expected, name)) <= TOL, name
+    for name in ("score", "algorithm", "mode", "n_rows", "n_rows_sampled", "power"):
+        assert getattr(got, name) == getattr(expected, name), name
+    assert list(got.feature_names) == list(expected.feature_names)
+    return got
+
+
+def test_r2_sklearn_regressors_and_classifiers(client):
+    from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingClassifier,
+                                  HistGradientBoostingRegressor, RandomForestClassifier,
+                                  RandomForestRegressor)
+    from sklearn.metrics import d2_brier_score, d2_log_loss_score, r2_score
+
+    X, y = data(20)
+    filled = np.nan_to_num(X)
+    weight = np.random.default_rng(20).exponential(size=N_ROWS)
+    weight[::7] = 0.0
+    w_dask = da.from_array(weight, chunks=(ROW_CHUNKS,))
+    # a forest (symmetric game), y and weights as numpy arrays split to X's blocks
+    forest = RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(filled, y)
+    got = check_r2(forest, filled, y, as_dask_array(filled), y, weight, weight)
+    assert got.mode == "symmetric"
+    assert abs(got.r2 - r2_score(y, forest.predict(filled), sample_weight=weight)) < 1e-10
+    # boosting with NaN; y a dask array of other chunks (rechunked to X's)
+    hgb = HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=0).fit(X, y)
+    check_r2(hgb, X, y, as_dask_array(X), da.from_array(y, chunks=50), weight, w_dask)
+    # Brier D^2 of a forest classifier, 3 classes
+    Xc, yc = data(21, n_classes=3)
+    Xc = np.nan_to_num(Xc)
+    Xc_dask, yc_dask = as_dask_array(Xc), da.from_array(yc, chunks=(ROW_CHUNKS,))
+    rfc = RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(Xc, yc)
+    got = check_r2(rfc, Xc, yc, Xc_dask, yc_dask)
+    assert got.score == "d2_brier"
+    assert abs(got.r2 - d2_brier_score(yc, rfc.predict_proba(Xc))) < 1e-10
+    # log-loss D^2, binary and multiclass
+    yb = (yc == 2).astype(int)
+    gbc = GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0).fit(Xc, yb)
+    got = check_r2(gbc, Xc, yb, Xc_dask, da.from_array(yb, chunks=(ROW_CHUNKS,)))
+    assert abs(got.r2 - d2_log_loss_score(yb, gbc.predict_proba(Xc))) < 1e-10
+    hgc = HistGradientBoostingClassifier(max_iter=4, max_depth=2, random_state=0).fit(Xc, yc)
+    got = check_r2(hgc, Xc, yc, Xc_dask, yc_dask, weight, w_dask)
+    assert abs(got.r2 - d2_log_loss_score(yc, hgc.predict_proba(Xc), sample_weight=weight)) < 1e-10
+    # Poisson D^2
+    counts = np.random.default_rng(22).poisson(np.exp(0.5 * filled[:, 0]))
+    poisson = HistGradientBoostingRegressor(loss="poisson", max_iter=6, max_depth=3,
+                                            random_state=0).fit(filled, counts)
+    got = check_r2(poisson, filled, counts, as_dask_array(filled),
+                   da.from_array(counts, chunks=(ROW_CHUNKS,)))
+    assert got.score == "d2_tweedie"
+
+
+def test_r2_sampled_and_max_samples(client):
+    """The sampled algorithm seeds each row by its global index, max_samples draws
+    global rows: both equal the in-memory call with the same random_state."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, y = data(23)
+    model = HistGradientBoostingRegressor(max_iter=6, max_depth=4, random_state=0).fit(X, y)
+    X_dask = as_dask_array(X)
+    got = check_r2(model, X, y, X_dask, y, algorithm="sampled", n_permutations=3,
+                   random_state=5)
+    assert got.algorithm == "sampled" and np.all(got.mc_std_errors > 0)
+    got = check_r2(model, X, y, X_dask, y, max_samples=90, random_state=7)
+    assert got.n_rows_sampled == 90
+    check_r2(model, X, y, X_dask, y, max_samples=0.5, algorithm="sampled", random_state=3,
+             n_jobs=-1)
+
+
+def test_r2_xgboost_lightgbm_catboost(client):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    catboost = pytest.importorskip("catboost")
+    X, y = data(24)
+    weight = np.random.default_rng(24).uniform(0.5, 3.0, size=N_ROWS)
+    w_dask = da.from_array(weight, chunks=(ROW_CHUNKS,))
+    X_dask, y_dask = as_dask_array(X), da.from_array(y, chunks=(ROW_CHUNKS,))
+    model = xgb.XGBRegressor(n_estimators=8, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
+    check_r2(model, X, y, X_dask, y_dask, weight, w_dask)
+    Xc, yc = data(25, n_classes=3)
+    classifier = xgb.XGBClassifier(n_estimators=3, max_depth=2, random_state=0,
+                                   n_jobs=1).fit(Xc, yc)
+    check_r2(classifier, Xc, yc, as_dask_array(Xc), da.from_array(yc, chunks=(ROW_CHUNKS,)))
+    # LightGBM on a dask DataFrame (unknown partition lengths), y a column of it
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(N_FEATURES)])
+    positive = np.exp(np.nan_to_num(X[:, 0]) * 0.5)
+    tweedie = lgb.LGBMRegressor(objective="tweedie", tweedie_variance_power=1.4,
+                                n_estimators=6, num_leaves=6, min_child_samples=5, n_jobs=1,
+                                verbose=-1).fit(frame, positive)
+    ddf = as_dask_frame(frame.assign(target=positive, w=weight))
+    kept = frame_rows(frame.assign(target=positive, w=weight))
+    got = check_r2(tweedie, kept[frame.columns], kept["target"], ddf[list(frame.columns)],
+                   ddf["target"], kept["w"], ddf["w"])
+    assert got.score == "d2_tweedie" and got.power == 1.4
+    assert list(got.feature_names) == list(frame.columns)
+    # y as numpy with a dask DataFrame X: split to the partitions' lengths
+    check_r2(tweedie, kept[frame.columns], kept["target"].to_numpy(), ddf[list(frame.columns)],
+             kept["target"].to_numpy())
+    cat = catboost.CatBoostClassifier(iterations=5, depth=3, verbose=0, thread_count=1,
+                                      allow_writing_files=False, random_seed=0)
+    yb = (y > np.median(y)).astype(int)
+    cat.fit(X, yb)
+    check_r2(cat, X, yb, X_dask, da.from_array(yb, chunks=(ROW_CHUNKS,)), weight, w_dask)
+
+
+def test_selector_prefit_on_dask(client):
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    X, y = data(26)
+    X = np.nan_to_num(X)
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    model = GradientBoostingRegressor(n_estimators=6, max_depth=2, random_state=0).fit(frame, y)
+    ddf = as_dask_frame(frame.assign(y=y))
+    kept = frame_rows(frame.assign(y=y))
+    selector = sr.ShapleyR2Importance(model, prefit=True, max_features=2)
+    got = selector.fit(ddf[list("abcde")], ddf["y"])
+    expected = sr.ShapleyR2Importance(model, prefit=True, max_features=2).fit(
+        kept[list("abcde")], kept["y"])
+    np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
+                               rtol=0, atol=TOL)
+    np.testing.assert_allclose(got.importances_std_, expected.importances_std_, rtol=0,
+                               atol=TOL)
+    assert abs(got.r2_ - expected.r2_) <= TOL
+    assert list(got.feature_names_in_) == list("abcde") and got.n_features_in_ == 5
+    assert list(got.get_feature_names_out()) == list(expected.get_feature_names_out())
+    # fitting on dask, cross-validation and per-row terms are refused clearly
+    with pytest.raises(ValueError, match="prefit=True"):
+        sr.ShapleyR2Importance(GradientBoostingRegressor()).fit(ddf[list("abcde")], ddf["y"])
+    with pytest.raises(ValueError, match="cv"):
+        sr.ShapleyR2Importance(model, prefit=True, cv=3).fit(ddf[list("abcde")], ddf["y"])
+    with pytest.raises(ValueError, match="return_local"):
+        selector.local_r2(ddf[list("abcde")], ddf["y"])
+
+
+def test_r2_input_errors(client):
+    from sklearn.tree import DecisionTreeRegressor
+
+    X, y = data(27)
+    X = np.nan_to_num(X)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    X_dask = as_dask_array(X)
+    # a dask Series of other partitions than X
+    frame = pd.DataFrame(X).assign(y=y)
+    ddf = as_dask_frame(frame)
+    with pytest.raises(ValueError, match="partitions"):
+        sr.r2_decomposition(model, ddf[list(range(N_FEATURES))], dd.from_pandas(
+            frame["y"], npartitions=2))
+    # the same number of partitions, other rows in them
+    shifted = dd.from_pandas(frame_rows(frame)["y"], npartitions=len(ROW_CHUNKS))
+    assert shifted.npartitions == len(ROW_CHUNKS)
+    with pytest.raises(ValueError, match="rows in a partition"):
+        sr.r2_decomposition(model, ddf[list(range(N_FEATURES))], shifted)
+    with pytest.raises(ValueError, match="rows but y has"):
+        sr.r2_decomposition(model, X_dask, y[:-1])
+    with pytest.raises(ValueError, match="rows but y has"):
+        sr.r2_decomposition(model, X_dask, da.from_array(y[:-1]))
+    with pytest.raises(ValueError, match="return_local"):
+        sr.r2_decomposition(model, X_dask, y, return_local=True)
+    with pytest.raises(ValueError, match="constant"):
+        sr.r2_decomposition(model, X_dask, np.ones(N_ROWS))
+    with pytest.raises(ValueError, match="zero for every row"):
+        sr.r2_decomposition(model, X_dask, y, sample_weight=np.zeros(N_ROWS))
+    with pytest.raises(ValueError, match="NaN"):
+        sr.r2_decomposition(model, X_dask, np.where(np.arange(N_ROWS) == 150, np.nan, y))

@@ -73,6 +73,11 @@ def test_dask_local_cluster():
     assert float(line.split(":")[-1]) < 1e-10
     line = next(line for line in out.splitlines() if "raw prediction" in line)
     assert float(line.split(":")[-1]) < 1e-8
+    # the R^2 shares reduced on the cluster equal the in-memory ones
+    line = next(line for line in out.splitlines() if "of the R^2 shares" in line)
+    shares, r2 = (float(part.split(":")[-1]) for part in line.split(";"))
+    assert shares < 1e-10 and r2 < 1e-10
+    assert "model R2" in out
 
 
 def test_d2_classifiers_quick():
