@@ -80,7 +80,8 @@ def main(argv=None):
     parser.add_argument("--r2-chunk-rows", default="50000,200000",
                         help="comma-separated block sizes of the R^2 runs")
     parser.add_argument("--r2-algorithm", default="sampled", choices=["exact", "sampled"],
-                        help="exact costs ~8x the sampled algorithm for this model")
+                        help="exact costs about 4x the sampled algorithm for this model "
+                             "(cost estimate)")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
 
