@@ -310,6 +310,7 @@ cdef struct LeafTables:
     double* u1       # (1 - t) R + t: X = 1
     double* alone    # R / u1: psi of a shared feature where only this leaf has X = 1
     double* kappa    # -w (1 - R) / u1: its kappa, times the quadrature weight
+                     # (both inside the tree's psi and kappa tables, pair_entries)
     double* credit   # (1 - R) / u1: (X - R) / u with X = 1 (X = 0: -1 / (1 - t))
     double* diag0    # (1 - t) R^2: diagonal factor, X = 0
     double* diag1    # (1 - t) R^2 + t: X = 1
@@ -393,7 +394,7 @@ cdef int64_t pair_entries(
     ``offset[4 e + x]``, x = X1 + 2 X2: where entry e's psi (and kappa)
     starts in the tree's table [1 / (1 - t) | alone per slot | psi11 per
     entry], each block m wide (tree_square_pairs)."""
-    cdef int64_t l1, l2, b, b2, s1, s2, j, l, n_entries = 0, p = 0, shared
+    cdef int64_t l1, l2, b, b2, s1, s2, l, n_entries = 0, p = 0, shared
     cdef int64_t n_slots = slot_start[n_leaves] - slot_start[0]
     cdef double a, r1, r2, tl, u1, u2, g
     for l1 in range(n_leaves):
@@ -792,18 +793,19 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         tables.n_entries * np.asarray(tree_m) * tables.by_pairs, initial=0))
     cdef double[::1] psi_table = np.zeros(table_size)
     cdef double[::1] kappa_table = np.zeros(table_size)
-    cdef double[:, ::1] leaf_buffers = np.zeros((9, max(1, tables.max_slots * m)))
+    # the other leaf tables (alone, kappa live in psi_table, kappa_table)
+    cdef double[:, ::1] leaf_buffers = np.zeros((7, max(1, tables.max_slots * m)))
     cdef double[::1] neg_inv_1mt = np.zeros(m)
     cdef LeafTables lt
     cdef RowScratch rs
     cdef int64_t ls, n_leaves, base, lv, start, leaf_slots
     lt.u0 = &leaf_buffers[0, 0]
     lt.u1 = &leaf_buffers[1, 0]
-    lt.credit = &leaf_buffers[4, 0]
-    lt.diag0 = &leaf_buffers[5, 0]
-    lt.diag1 = &leaf_buffers[6, 0]
-    lt.idiag0 = &leaf_buffers[7, 0]
-    lt.idiag1 = &leaf_buffers[8, 0]
+    lt.credit = &leaf_buffers[2, 0]
+    lt.diag0 = &leaf_buffers[3, 0]
+    lt.diag1 = &leaf_buffers[4, 0]
+    lt.idiag0 = &leaf_buffers[5, 0]
+    lt.idiag1 = &leaf_buffers[6, 0]
     for t in range(f.n_trees):
         if failed[0] or interrupted(&stop):
             break
