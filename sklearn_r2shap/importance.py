@@ -244,7 +244,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     Notes
     -----
     On a dask X, two passes run on the workers: one over y and the weights
-    only (row counts, the largest |y| and weight, and the weighted mean of
+    only (row counts, the largest absolute y and weight, and the weighted mean of
     the target that L0 needs), then one over the partitions of (X, y,
     weights), the model shipped once, each partition giving the sums and
     the means and squared deviations of its per-row terms, the loss sums
