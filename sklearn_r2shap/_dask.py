@@ -469,6 +469,8 @@ def _block_target(loss, ensemble, y, n_rows, scale):
 
 
 def _block_weight(weight, n_rows, what):
+    from ._validation import check_row_weights
+
     if weight is None:
         return np.ones(n_rows)
     weight = np.asarray(_column(weight), dtype=np.float64).reshape(-1)
@@ -476,9 +478,8 @@ def _block_weight(weight, n_rows, what):
         raise ValueError(f"sample_weight has {weight.shape[0]} rows in a partition where "
                          f"{what} has {n_rows}: give sample_weight the same row blocks "
                          "(partitions) as X.")
-    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    return weight
+    # a partition may have only zero weights; all rows' weights are checked at the end
+    return check_row_weights(weight, n_rows, some_positive=False)
 
 
 def _target_statistics(y, index, weight=None, *, payload):

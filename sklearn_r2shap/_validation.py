@@ -371,14 +371,15 @@ def _cast_categories(ensemble, X):
     return X
 
 
-def check_row_weights(weight, n_rows, name="sample_weight"):
-    """Row weights as float64: shape (n_rows,), finite, non-negative, not all zero."""
+def check_row_weights(weight, n_rows, name="sample_weight", *, some_positive=True):
+    """Row weights as float64: shape (n_rows,), finite, non-negative, and (with
+    ``some_positive``; not for one block of the rows) not all zero."""
     weight = np.asarray(weight, dtype=np.float64)
     if weight.shape != (n_rows,):
         raise ValueError(f"{name} must have shape ({n_rows},), got {weight.shape}.")
     if not np.all(np.isfinite(weight)) or np.any(weight < 0):
         raise ValueError(f"{name} must be finite and non-negative.")
-    if not weight.max(initial=0.0) > 0:
+    if some_positive and not weight.max(initial=0.0) > 0:
         raise ValueError(f"{name} is zero for every row: no row counts.")
     return np.ascontiguousarray(weight)
 
