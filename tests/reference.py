@@ -38,6 +38,16 @@ def route(ens, node, x):
     return ens.children_left[node] if inside else ens.children_right[node]
 
 
+def path(ens, t, x):
+    """The nodes of tree ``t`` that a prepared row ``x`` visits, root to leaf."""
+    k = ens.tree_start[t]
+    nodes = [k]
+    while ens.children_left[k] >= 0:
+        k = route(ens, k, x)
+        nodes.append(k)
+    return nodes
+
+
 def prepare(ens, x):
     x = np.asarray(x, dtype=np.float64)
     if ens.x_float32:

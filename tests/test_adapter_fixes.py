@@ -42,11 +42,7 @@ def _reference_covers(ens, X, weight):
     for x, w in zip(X, weight):
         x = reference.prepare(ens, x)
         for t in range(ens.n_trees):
-            k = ens.tree_start[t]
-            cover[k] += w
-            while ens.children_left[k] >= 0:
-                k = reference.route(ens, k, x)
-                cover[k] += w
+            cover[reference.path(ens, t, x)] += w
     return cover
 
 

@@ -40,12 +40,9 @@ def background_statistics(ens, B, weight=None):
     for x, w in zip(B, weight):
         x = reference.prepare(ens, x)
         for t in range(ens.n_trees):
-            k = ens.tree_start[t]
-            cover[k] += w
-            while ens.children_left[k] >= 0:
-                k = reference.route(ens, k, x)
-                cover[k] += w
-            entries = leaf_entries(ens, k)
+            nodes = reference.path(ens, t, x)
+            cover[nodes] += w
+            entries = leaf_entries(ens, nodes[-1])
             if entries and not any(np.isnan(x[f]) for f, _, _ in entries):
                 for f, _, e in entries:
                     sums[e] += w * x[f]
