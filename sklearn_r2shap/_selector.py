@@ -29,6 +29,28 @@ def _unfrozen(estimator):
     return estimator, False
 
 
+#: Scores closer than this, relative to the largest absolute score, count as equal
+#: when compared with the threshold (the relative tolerance of :func:`math.isclose`).
+TIE_RELATIVE_TOLERANCE = 1e-9
+
+
+def selected_by_threshold(scores, threshold):
+    """``scores >= threshold``, with a tie at the threshold decided by no rounding.
+
+    Importances that are equal in exact arithmetic (symmetric features) come out
+    of floating-point sums a few units in the last place apart, and a threshold
+    derived from them ("mean", "median") lands among them. A score within
+    ``TIE_RELATIVE_TOLERANCE`` times the largest absolute score of the threshold
+    is at the threshold, hence kept: equal importances are kept or dropped
+    together, whatever the column order, the data's scale or the BLAS.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0 or not np.isfinite(threshold):
+        return scores >= threshold
+    tolerance = TIE_RELATIVE_TOLERANCE * float(np.max(np.abs(scores)))
+    return scores >= threshold - tolerance
+
+
 def _threshold_value(threshold, scores):
     """SelectFromModel's threshold rules: None -> "mean", "median", "k*mean", float."""
     if threshold is None:
@@ -153,7 +175,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
         scores = np.asarray(self.feature_importances_)
-        mask = scores >= self.threshold_
+        mask = selected_by_threshold(scores, self.threshold_)
         if self.max_features_ is not None:
             top = np.zeros_like(mask)
             top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True

@@ -211,3 +211,61 @@ def test_plot_draws_bars(diabetes):
     assert len(ax.patches) == X.shape[1]
     widths = sorted(p.get_width() for p in ax.patches)
     np.testing.assert_allclose(widths, np.sort(result.importances))
+
+
+def _factorial_design(n_features, repeats=3):
+    """Every 0/1 combination of the columns: symmetric features, exactly equal shares."""
+    grid = np.array(np.meshgrid(*[[0.0, 1.0]] * n_features, indexing="ij")).reshape(n_features, -1).T
+    return np.tile(grid, (repeats, 1))
+
+
+def test_tie_rule_on_scores_a_few_ulps_apart():
+    from sklearn_r2shap._selector import selected_by_threshold
+
+    rng = np.random.default_rng(0)
+    for scale in (1e-12, 1.0, 1e9):
+        base = np.full(30, scale / 30)
+        noisy = base * (1 + rng.integers(-4, 5, size=30) * np.finfo(float).eps)
+        for threshold in (np.mean(noisy), np.median(noisy), base[0]):
+            mask = selected_by_threshold(noisy, threshold)
+            assert mask.all()
+        # a real gap is still a gap
+        scores = np.r_[noisy, scale / 30 * 0.5]
+        assert not selected_by_threshold(scores, np.max(scores) * 0.9)[-1]
+    assert selected_by_threshold(np.array([1.0, 0.0]), -np.inf).all()
+
+
+@pytest.mark.parametrize("threshold, n_null", [("mean", 0), ("median", 1)])
+def test_equal_importances_at_the_threshold_are_kept_together(threshold, n_null):
+    # y is the sum of the first four columns of a full factorial design: their
+    # shares are equal in exact arithmetic and "mean" / "median" lands on them;
+    # a null column (orthogonal, coefficient 0) gets share 0 and is dropped.
+    X = _factorial_design(4 + n_null)
+    y = X[:, :4].sum(axis=1)
+    rng = np.random.default_rng(1)
+    supports = []
+    for trial in range(12):
+        order = rng.permutation(X.shape[1])
+        scale = 10.0 ** (rng.uniform(-3, 3) + rng.uniform(-1, 1, size=X.shape[1]))
+        selector = ShapleyR2Importance(LinearRegression(), method="shapflex",
+                                       threshold=threshold).fit(X[:, order] * scale, y)
+        support = np.empty(X.shape[1], dtype=bool)
+        support[order] = selector.get_support()
+        supports.append(support)
+    expected = np.r_[np.ones(4, dtype=bool), np.zeros(n_null, dtype=bool)]
+    for support in supports:
+        np.testing.assert_array_equal(support, expected)
+
+
+def test_interpolating_model_keeps_all_its_equal_shares():
+    # More columns than rows: least squares interpolates, every shapFlex share is
+    # R^2 / p up to rounding, and "mean" lands on them (scikit-learn's
+    # sample-weight checks build such data). All are kept, in any column order.
+    rng = np.random.RandomState(42)
+    X, y = rng.rand(15, 30), rng.randint(0, 3, size=15).astype(float)
+    shuffler = np.random.default_rng(0)
+    for trial in range(10):
+        order = shuffler.permutation(30)
+        selector = ShapleyR2Importance(LinearRegression(), method="shapflex").fit(
+            X[:, order] * 10.0 ** shuffler.uniform(-3, 3), y)
+        assert selector.get_support().all()
