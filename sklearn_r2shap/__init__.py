@@ -1,7 +1,8 @@
 """sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
-from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
+from ._errors import SampledAlgorithmWarning, UnsupportedModelError
+from ._model import TreeEnsemble, to_ensemble
 from . import metrics
-from ._cost import CostEstimate, SampledAlgorithmWarning, estimate_cost
+from ._cost import CostEstimate, estimate_cost
 from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
 from .piecewise import (
     PiecewiseLinearExplainer,

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._kernels import _qshap, _qshap_sampled
+from ._errors import SampledAlgorithmWarning
 from ._model import to_ensemble
+from ._numerics import quadrature_sizes
 from ._validation import n_rows_features, resolve_n_jobs
 
 __all__ = ["CostEstimate", "estimate_cost"]
@@ -88,12 +90,6 @@ def format_seconds(seconds):
     if seconds < 172800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.0f} days"
-
-
-def quadrature_sizes(ensemble):
-    """Gauss-Legendre nodes: exact Sh[m^2] (degree < 2d) and Sh[m] (degree < d)."""
-    d = max(1, int(ensemble.n_path_features))
-    return d, max(1, math.ceil(d / 2))
 
 
 def per_row_seconds(ensemble, slots, n_permutations):
@@ -208,10 +204,6 @@ def choose_algorithm(algorithm, cost, exact_budget):
         SampledAlgorithmWarning, stacklevel=3,
     )
     return "sampled"
-
-
-class SampledAlgorithmWarning(UserWarning):
-    """``algorithm="auto"`` ran the sampled R^2 decomposition instead of the exact one."""
 
 
 def chunk_rows_for(seconds_per_row, n_threads, target_seconds=2.0):

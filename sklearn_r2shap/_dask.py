@@ -18,9 +18,9 @@ Chan et al.'s pairwise update), tree-reduced with ``dask.delayed``.
 dask is imported only when a dask collection is passed:
 :func:`is_dask_collection` recognises one without importing it.
 """
-from dataclasses import dataclass
-
 import numpy as np
+
+from ._numerics import Extremes, Moments, merge_statistics
 
 __all__ = ["is_dask_collection", "map_rows", "Moments", "Extremes", "merge_statistics",
            "reduce_statistics"]
@@ -259,94 +259,6 @@ def _check_rows_lazily(ensemble, X, check_rows):
 
 # ----------------------------------------------------------------------------
 # One-pass statistics over partitions, tree-reduced
-
-
-@dataclass
-class Moments:
-    """Weight, mean and sum of squared deviations of values, merged exactly.
-
-    ``weight`` is a row count (or a sum of row weights), ``mean`` the
-    (weighted) mean and ``m2 = sum_i w_i (v_i - mean)^2``, per column. Two
-    groups merge by Chan, Golub and LeVeque's pairwise update (weighted as
-    in West, 1979): with ``delta = mean_b - mean_a`` and ``W = W_a + W_b``,
-    ``mean = mean_a + delta W_b / W`` and
-    ``m2 = m2_a + m2_b + delta^2 W_a W_b / W``. An empty group (weight 0) is
-    the identity, so empty partitions merge away.
-    """
-
-    weight: float
-    mean: np.ndarray
-    m2: np.ndarray
-
-    @classmethod
-    def of(cls, values, weight=None):
-        """Moments of ``values`` (rows along axis 0), optionally weighted."""
-        values = np.asarray(values, dtype=np.float64)
-        if weight is None:
-            total = float(values.shape[0])
-            if total == 0:
-                zeros = np.zeros(values.shape[1:])
-                return cls(0.0, zeros, zeros.copy())
-            mean = values.mean(axis=0)
-            return cls(total, mean, ((values - mean) ** 2).sum(axis=0))
-        weight = np.asarray(weight, dtype=np.float64)
-        total = float(weight.sum())
-        if total == 0:
-            zeros = np.zeros(values.shape[1:])
-            return cls(0.0, zeros, zeros.copy())
-        w = weight.reshape((-1,) + (1,) * (values.ndim - 1))
-        mean = (w * values).sum(axis=0) / total
-        return cls(total, mean, (w * (values - mean) ** 2).sum(axis=0))
-
-    def merge(self, other):
-        """The moments of both groups together."""
-        if other.weight == 0:
-            return self
-        if self.weight == 0:
-            return other
-        total = self.weight + other.weight
-        delta = other.mean - self.mean
-        return Moments(
-            total,
-            self.mean + delta * (other.weight / total),
-            self.m2 + other.m2 + delta ** 2 * (self.weight * other.weight / total),
-        )
-
-    def variance(self, ddof=0):
-        """``m2 / (weight - ddof)`` (NaN when ``weight <= ddof``)."""
-        if self.weight <= ddof:
-            return np.full(np.shape(self.m2), np.nan)
-        return self.m2 / (self.weight - ddof)
-
-
-@dataclass
-class Extremes:
-    """Smallest and largest values per column; an empty group is the identity."""
-
-    low: np.ndarray
-    high: np.ndarray
-
-    @classmethod
-    def of(cls, values):
-        values = np.asarray(values, dtype=np.float64)
-        return cls(np.min(values, axis=0, initial=np.inf),
-                   np.max(values, axis=0, initial=-np.inf))
-
-    def merge(self, other):
-        return Extremes(np.minimum(self.low, other.low), np.maximum(self.high, other.high))
-
-
-def merge_statistics(a, b):
-    """Merge two dicts of per-partition statistics with the same keys.
-
-    A :class:`Moments` or :class:`Extremes` value merges by its ``merge``
-    (Chan's update; minimum and maximum); anything else (a number or an
-    array: sums, counts) is added.
-    """
-    if set(a) != set(b):
-        raise ValueError(f"statistics with different keys: {sorted(a)} and {sorted(b)}.")
-    return {key: a[key].merge(b[key]) if isinstance(a[key], (Moments, Extremes))
-            else a[key] + b[key] for key in a}
 
 
 def _merge_group(group):

@@ -9,14 +9,8 @@ with the Monte Carlo variance of each row's estimate.
 """
 import numpy as np
 
-from ._cost import quadrature_sizes
 from ._kernels import _qshap, _qshap_sampled
-from .explain import _gauss_legendre
-
-
-def _unit_rule(n_nodes):
-    nodes, weights = _gauss_legendre(n_nodes)
-    return (nodes + 1.0) / 2.0, weights / 2.0
+from ._numerics import _unit_rule, quadrature_sizes
 
 
 class R2Terms:

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
-from ._model import UnsupportedModelError
+from ._errors import UnsupportedModelError
 from ._validation import check_row_weights
 
 __all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]

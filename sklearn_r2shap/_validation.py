@@ -1,7 +1,12 @@
-"""Checks of the rows given to a kernel: width, names, inf and NaN."""
+"""Checks of the rows given to a kernel: width, names, inf and NaN; row weights,
+thread counts, and the iteration over blocks of a sparse X.
+
+Ground floor: imports only ``_errors`` (a TreeEnsemble is used through its
+attributes, never imported).
+"""
 import numpy as np
 
-from ._model import UnsupportedModelError
+from ._errors import UnsupportedModelError
 
 
 def _is_pandas(X):

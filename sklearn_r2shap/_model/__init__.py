@@ -3,14 +3,14 @@
 :func:`to_ensemble` dispatches on the module the model's class comes from, so
 that XGBoost, LightGBM and CatBoost are imported only when such a model is
 given.
+
+Layer: models. Imports only the ground floor (``_errors``, ``_validation``,
+``_numerics``) and ``_kernels``.
 """
+from .._errors import UnsupportedModelError
 from ._ensemble import TreeArrays, TreeEnsemble
 
 __all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError"]
-
-
-class UnsupportedModelError(TypeError, ValueError):
-    """A model, objective, split type or setting that cannot be explained exactly."""
 
 
 def is_tree_model(model):

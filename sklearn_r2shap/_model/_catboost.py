@@ -37,7 +37,7 @@ import tempfile
 
 import numpy as np
 
-from . import UnsupportedModelError
+from .._errors import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
 
 # Candidate integer codes searched for one-hot categories; other categories

@@ -32,7 +32,7 @@ encodes them by the category lists kept in ``info["pandas_categorical"]``.
 """
 import numpy as np
 
-from . import UnsupportedModelError
+from .._errors import UnsupportedModelError
 from ._ensemble import (
     DECISION_CATEGORICAL,
     DECISION_LEQ,

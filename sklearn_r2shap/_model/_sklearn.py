@@ -22,7 +22,7 @@ category values here.
 """
 import numpy as np
 
-from . import UnsupportedModelError
+from .._errors import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
 
 

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from . import UnsupportedModelError
+from .._errors import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LT, TreeArrays, TreeEnsemble
 
 # How XGBoost maps the stored ``base_score`` to the margin space of an
