@@ -125,7 +125,9 @@ def bench_brute_force(args):
 def bench_constant(args):
     import lightgbm as lgb
 
-    from sklearn_r2shap import explain, piecewise, shap_values, to_ensemble
+    from sklearn_r2shap import shap_values, to_ensemble
+    from sklearn_r2shap._games import piecewise
+    from sklearn_r2shap._games import semivalues as explain
 
     X, y = data(args.train_rows, args.features)
     X_explain = data(args.rows, args.features, seed=1)[0]

@@ -27,7 +27,7 @@ def main():
 
     from sklearn_r2shap._kernels import _qshap
     from sklearn_r2shap._model import to_ensemble
-    from sklearn_r2shap.explain import _gauss_legendre
+    from sklearn_r2shap._numerics import _gauss_legendre
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200)

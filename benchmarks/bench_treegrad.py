@@ -70,7 +70,7 @@ def shapley_weights(n):
 def bench_model(name, model, ensemble, explainer, X_ours, X_shap, repeat, threads):
     """Per-row seconds of every method on one model; rows of (method, threads, s/row, check)."""
     from sklearn_r2shap import beta_shapley_values, shap_values
-    from sklearn_r2shap.explain import probabilistic_values
+    from sklearn_r2shap.attributions import probabilistic_values
 
     gradient = gradient_fn()
     n_ours, n_shap = len(X_ours), len(X_shap)

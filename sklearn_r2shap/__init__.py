@@ -1,9 +1,18 @@
-"""sklearn-r2shap: exact Shapley explanations and feature selection for tree models."""
+"""sklearn-r2shap: exact Shapley explanations and feature selection for tree models.
+
+The public names, nothing else (the layers are described on the
+documentation page "Contributing": ground floor, models, games and kernels,
+execution, public functions, estimators).
+
+Layer: the package root (imports the public modules).
+"""
 from ._errors import SampledAlgorithmWarning, UnsupportedModelError
 from ._model import TreeEnsemble, to_ensemble
 from . import metrics
-from ._cost import CostEstimate, estimate_cost
-from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
+from ._execution.cost import CostEstimate, estimate_cost
+from ._scores import R2Decomposition
+from .decomposition import r2_decomposition
+from .importance import ShapleyR2Importance
 from .piecewise import (
     PiecewiseLinearExplainer,
     piecewise_ensemble,
@@ -12,7 +21,7 @@ from .piecewise import (
 )
 from .shapflex import shapflex_decomposition
 from .ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
-from .explain import (
+from .attributions import (
     banzhaf_values,
     beta_shapley_values,
     expected_value,

@@ -3,7 +3,10 @@ of the diabetes data shipped with scikit-learn into exact per-feature shares
 (Q-SHAP), in sample and cross-fitted on held-out folds.
 
 Needs only the package's own dependencies (NumPy, SciPy, scikit-learn): the
-data are read as arrays, not as a pandas DataFrame."""
+data are read as arrays, not as a pandas DataFrame.
+
+Layer: the package root (a command-line demonstration of the public API).
+"""
 import argparse
 import sys
 import time

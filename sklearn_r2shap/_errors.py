@@ -2,6 +2,8 @@
 
 Ground floor: imports nothing of the package. The classes are re-exported
 by the package root (``sklearn_r2shap.UnsupportedModelError``, ...).
+
+Layer: ground floor.
 """
 
 __all__ = ["UnsupportedModelError", "SampledAlgorithmWarning"]

@@ -10,6 +10,8 @@
   memory or dask partitions -- combine in a fixed order.
 
 Ground floor: imports nothing of the package.
+
+Layer: ground floor.
 """
 import functools
 import math

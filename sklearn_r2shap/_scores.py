@@ -12,6 +12,9 @@ define the per-tree second-order games of :func:`~sklearn_r2shap.r2_decompositio
 Weights are rescaled by a power of two (exact) so that the largest is in
 [0.5, 1); squared-error targets and leaf values are rescaled the same way, so
 that neither tiny nor huge scales underflow or overflow.
+
+Layer: games (the losses the games are built from, and the result type):
+imports the ground floor only (``plotting`` for ``R2Decomposition.plot``).
 """
 import math
 from dataclasses import dataclass, field

@@ -7,6 +7,8 @@ width bookkeeping, the threshold and ``max_features`` rules of
 :class:`~sklearn.feature_selection.SelectFromModel`, and ``transform``,
 ``get_support``, ``get_feature_names_out``, ``inverse_transform`` and
 ``set_output`` from :class:`~sklearn.feature_selection.SelectorMixin`.
+
+Layer: estimators (the base of the selectors); imports ``_model`` and below.
 """
 import numbers
 
@@ -96,8 +98,9 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _check_params(self):
         if not isinstance(self.prefit, (bool, np.bool_)):
             raise ValueError(f"prefit must be True or False, got {self.prefit!r}.")
-        if self.verbose is not None and not isinstance(self.verbose, numbers.Integral):
-            raise ValueError(f"verbose must be an integer, got {self.verbose!r}.")
+        if (self.verbose is not None and not isinstance(self.verbose, numbers.Integral)
+                and not (isinstance(self.verbose, str) and self.verbose == "auto")):
+            raise ValueError(f"verbose must be 'auto' or an integer, got {self.verbose!r}.")
 
     def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
         """Set ``estimator_``: the given fitted model, or a fitted clone."""

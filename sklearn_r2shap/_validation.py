@@ -3,6 +3,8 @@ thread counts, and the iteration over blocks of a sparse X.
 
 Ground floor: imports only ``_errors`` (a TreeEnsemble is used through its
 attributes, never imported).
+
+Layer: ground floor.
 """
 import numpy as np
 

@@ -12,6 +12,9 @@ output quickly) and a low deletion AUC (removing them lowers it quickly).
 Each ``v_x(S)`` is the multilinear extension ``F_x`` at the vertex
 ``z = 1_S``, evaluated by the TreeGrad kernel (the same one that computes
 the ranker's gradients).
+
+Layer: public functions. Imports the games (output selection), the
+ground floor and ``attributions``.
 """
 from dataclasses import dataclass
 
@@ -19,8 +22,8 @@ import numpy as np
 
 from ._kernels import _semivalues
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from .explain import _explained
-from .ranking import _per_row, _resolve_output, _signed, _take
+from .attributions import _explained
+from ._games.treegrad import _per_row, _resolve_output, _signed, _take
 
 __all__ = ["insertion_deletion", "InsertionDeletion"]
 

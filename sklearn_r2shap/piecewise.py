@@ -24,29 +24,31 @@ model's prediction for every row, NaN or not. Leaf means are taken over the
 background rows whose linear features of that leaf are all non-NaN: the rows
 LightGBM fits the leaf's linear model on and predicts with it (0 for a leaf
 that no such row reaches: the leaf then sits at its constant ``b_l``).
+
+The game (covers, leaf means, the block function of SHAP values) lives in
+:mod:`._games.piecewise`; this module builds it from background rows (in
+memory, or a dask background in one tree-reduced pass) and hands the block
+function to an executor.
+
+Layer: public functions (and the estimator :class:`PiecewiseLinearExplainer`,
+which calls them). Imports the layers below.
 """
 import numbers
 import time
-from dataclasses import dataclass, replace
-from typing import Optional
+from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _dask
-from ._kernels import _piecewise, _semivalues
+from ._execution import dask as _dask
+from ._execution import local as _local
+from ._games import piecewise as _pw
+from ._kernels import _piecewise
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
 from ._selector import BaseTreeSelector, _unfrozen
-from ._validation import (
-    check_row_weights,
-    check_rows,
-    iter_row_blocks,
-    map_row_blocks,
-    n_rows_features,
-    resolve_n_jobs,
-)
-from .explain import beta_quadrature
+from ._validation import check_rows, iter_row_blocks, map_row_blocks, n_rows_features
+from ._validation import resolve_n_jobs
 
 __all__ = [
     "piecewise_shap_values",
@@ -60,229 +62,63 @@ __all__ = [
 # The game: covers and leaf means from background data
 
 
-@dataclass
-class _PiecewiseGame:
-    """Everything the kernel needs besides the rows (built once per background)."""
-
-    ensemble: TreeEnsemble
-    cover: np.ndarray  # (n_nodes,) background weight reaching each node
-    cover_ratio: np.ndarray  # (n_nodes,)
-    leaf_const: np.ndarray  # (n_nodes, n_values): c_l = b_l + sum_k a_lk mu_lk
-    fallback: np.ndarray  # (n_nodes, n_values)
-    linear_start: np.ndarray  # (n_nodes + 1,)
-    linear_feature: np.ndarray  # (n_entries,)
-    linear_coef: np.ndarray
-    linear_mean: np.ndarray  # mu_lk
-    linear_node: np.ndarray  # deepest edge on the path with the entry's feature, or -1
-    points: np.ndarray  # Gauss-Legendre nodes on (0, 1)
-    weights: np.ndarray
-    expected_value: np.ndarray  # (n_outputs,)
-    tables: Optional[dict] = None  # row-independent structure of the pattern tables
-
-
-def _linear_arrays(ensemble):
-    """(start, feature, coef, fallback) of the ensemble; empty for constant leaves."""
-    n_nodes = ensemble.n_nodes
-    if not ensemble.has_linear_leaves:
-        return (np.zeros(n_nodes + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                np.zeros(0), np.ascontiguousarray(ensemble.value, dtype=np.float64))
-    start = np.ascontiguousarray(ensemble.linear_start, dtype=np.int64)
-    feature = np.ascontiguousarray(ensemble.linear_feature, dtype=np.int64)
-    coef = np.ascontiguousarray(ensemble.linear_coef, dtype=np.float64)
-    fallback = ensemble.linear_fallback
-    fallback = ensemble.value if fallback is None else fallback
-    fallback = np.ascontiguousarray(np.asarray(fallback, dtype=np.float64).reshape(n_nodes, -1))
-    if start.shape != (n_nodes + 1,) or len(feature) != start[-1] or len(coef) != start[-1]:
-        raise ValueError("the ensemble's linear_start / linear_feature / linear_coef do not match.")
-    if len(feature) and ensemble.n_values != 1:
-        raise ValueError("linear leaves need one value per leaf (n_values == 1).")
-    if np.any(feature < 0) or np.any(feature >= ensemble.n_features):
-        raise ValueError(f"a linear feature index is outside [0, {ensemble.n_features}).")
-    if not np.all(np.isfinite(coef)):
-        raise ValueError("linear coefficients must be finite.")
-    entry_leaf = np.repeat(np.arange(n_nodes), np.diff(start))
-    if np.any(ensemble.children_left[entry_leaf] >= 0):
-        raise ValueError("an internal node has linear terms; only leaves may.")
-    if len(feature):
-        pairs = entry_leaf * ensemble.n_features + feature
-        if len(np.unique(pairs)) != len(pairs):
-            raise ValueError("a leaf lists the same linear feature twice; sum the coefficients.")
-    return start, feature, coef, fallback
-
-
-def _background_weight(weight, n_rows):
-    if weight is None:
-        return np.ones(n_rows)
-    return check_row_weights(weight, n_rows, "background_weight")
+# ----------------------------------------------------------------------------
+# The public functions
 
 
 def _build_game(ensemble, background, background_weight, n_threads):
     """Covers and leaf means from the background rows, then the leaf constants."""
-    start, feature, coef, fallback = _linear_arrays(ensemble)
+    start, feature, coef, fallback = _pw._linear_arrays(ensemble)
     if _dask.is_dask_collection(background):  # sums over its partitions, in one pass
-        cover, complete, entry_sum = _dask.leaf_statistics(
+        cover, complete, entry_sum = _dask_leaf_statistics(
             ensemble, background, background_weight, start, feature)
     else:
         n_background = n_rows_features(background)[0]
         if n_background == 0:
             raise ValueError("background must contain at least one row.")
-        weight = _background_weight(background_weight, n_background)
+        weight = _pw._background_weight(background_weight, n_background)
         # sums over rows, so a sparse background is read one dense block at a time
         cover = complete = entry_sum = 0.0
         for first, last, B in iter_row_blocks(ensemble, background, n_background):
             parts = _piecewise.leaf_statistics(
                 ensemble, B, weight[first:last], start, feature,
-                _threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+                _pw._threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
             cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
-    entry_leaf = np.repeat(np.arange(ensemble.n_nodes), np.diff(start))
-    count = complete[entry_leaf]
-    mean = np.where(count > 0, entry_sum / np.where(count > 0, count, 1.0), 0.0)
-    leaf_const = np.array(ensemble.value, dtype=np.float64, order="C")
-    if len(feature):
-        np.add.at(leaf_const[:, 0], entry_leaf, coef * mean)
-    # cover ratios as TreeEnsemble.from_trees: a parent with zero cover splits evenly
-    parent = ensemble.parent
-    ratio = np.ones(ensemble.n_nodes)
-    has_parent = parent >= 0
-    parent_cover = cover[parent[has_parent]]
-    ratio[has_parent] = np.where(
-        parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5)
-    node, leaf_dim = _piecewise.linear_structure(ensemble, start, feature)
-    # grad of a leaf's term is a product of (dim - 1) factors linear in t
-    degree = max(1, int(leaf_dim.max(initial=1))) - 1
-    points, weights = beta_quadrature(1, 1, degree)
-    tree_means = _piecewise.root_means(ensemble, ratio, leaf_const)
-    expected = np.asarray(ensemble.base_value, dtype=np.float64).copy()
-    if ensemble.n_values == 1:
-        np.add.at(expected, ensemble.tree_output, tree_means[:, 0])
-    else:
-        expected += tree_means.sum(axis=0)
-    return _PiecewiseGame(
-        ensemble=ensemble, cover=cover, cover_ratio=np.ascontiguousarray(ratio),
-        leaf_const=leaf_const, fallback=fallback, linear_start=start, linear_feature=feature,
-        linear_coef=coef, linear_mean=np.ascontiguousarray(mean),
-        linear_node=np.ascontiguousarray(node, dtype=np.int64),
-        points=np.ascontiguousarray(points), weights=np.ascontiguousarray(weights),
-        expected_value=expected,
-    )
+    return _pw.game_from_statistics(ensemble, start, feature, coef, fallback, cover, complete,
+                                    entry_sum)
 
 
-# Pattern tables (see _piecewise.pyx) hold 2^d (1 + n_entries) d' numbers per
-# leaf; beyond this many per tree, or when rows are too few to repay them, a
-# tree goes to the per-row quadrature kernel (the same values).
-_MAX_TABLE_ENTRIES = 1 << 22
-_TABLE_GROUP_ENTRIES = 1 << 23
-# Tests set this to "tables" or "quadrature" to check both routes.
-_FORCE_ROUTE = None
+def _dask_leaf_statistics(ensemble, background, background_weight, start, feature):
+    """Covers, complete-row weights and linear-feature sums of a dask
+    background (piecewise-linear game), summed over its partitions in one
+    pass; computed at once."""
+    _dask.check_rows_lazily(ensemble, background)
+    collections = (background,) if background_weight is None else (
+        background, background_weight)
+    if background_weight is not None and not _dask.is_dask_collection(background_weight):
+        raise TypeError("with a dask background, background_weight must be a dask "
+                        "collection of the same row blocks (or None).")
+    payload = _dask.shipped_once((ensemble, start, feature))
+    total = _dask.reduce_statistics(_pw.leaf_statistics_block, *collections,
+                                    payload=payload).compute()
+    if total["rows"] == 0:
+        raise ValueError("background must contain at least one row.")
+    if not total["weight"] > 0:
+        raise ValueError("background_weight must not be all zero.")
+    return total["cover"], total["complete"], total["entry_sum"]
 
 
-def _table_structure(game):
-    """Row-independent layout of the pattern tables (computed once per game)."""
-    if game.tables is None:
-        ensemble = game.ensemble
-        structure = _semivalues.pattern_structure(replace(ensemble, cover_ratio=game.cover_ratio))
-        ext_dim, ext_start, ext_feature, ext_ratio, entry_slot = _piecewise.linear_slots(
-            structure, game.linear_start, game.linear_feature)
-        leaf_entries = np.diff(game.linear_start)[structure["leaf_node"]]
-        dim = structure["leaf_dim"]
-        size = np.where(dim <= 40, (1 << np.minimum(dim, 40)) * (1 + leaf_entries) * ext_dim,
-                        np.iinfo(np.int64).max // 4)
-        width = (1 + leaf_entries) * ext_dim
-        tree_leaf_start = structure["tree_leaf_start"]
-        game.tables = dict(
-            structure=structure, ext_dim=ext_dim, ext_start=ext_start, ext_feature=ext_feature,
-            ext_ratio=ext_ratio, entry_slot=entry_slot, size=size,
-            tree_size=np.add.reduceat(size, tree_leaf_start[:-1]),
-            tree_width=np.add.reduceat(width, tree_leaf_start[:-1]),
-            tree_max_dim=np.maximum.reduceat(dim, tree_leaf_start[:-1]),
-            tree_entries=np.add.reduceat(np.diff(game.linear_start), game.ensemble.tree_start[:-1]),
-        )
-    return game.tables
-
-
-def _tabulated_trees(game, n_rows):
-    """Which trees go through the pattern tables for ``n_rows`` rows without NaN."""
+def _values(game, X, n_jobs):
+    """The game's block function over X: a dask collection's partitions (lazy),
+    or the rows in memory (a sparse X one dense block at a time)."""
     ensemble = game.ensemble
-    if ensemble.n_values != 1 or _FORCE_ROUTE == "quadrature" or n_rows == 0:
-        return np.zeros(ensemble.n_trees, dtype=bool)
-    tables = _table_structure(game)
-    feasible = (tables["tree_size"] <= _MAX_TABLE_ENTRIES) & (tables["tree_max_dim"] <= 40)
-    if _FORCE_ROUTE == "tables":
-        return feasible
-    m = len(game.points)
-    nodes = np.diff(ensemble.tree_start)
-    cheaper = (2.0 * m * tables["tree_size"] + n_rows * (6.0 * nodes + 2.0 * tables["tree_width"])
-               < n_rows * m * (12.0 * nodes + 8.0 * tables["tree_entries"]))
-    return feasible & cheaper
-
-
-def _threads_for(n_items, per_thread, n_threads):
-    """No more threads than chunks of work: an idle OpenMP thread still costs a
-    wake-up and a barrier, which on a busy machine can exceed tiny inputs' work."""
-    return int(max(1, min(n_threads, -(-n_items // per_thread))))
-
-
-def _quadrature(game, X, trees, phi, n_threads):
-    n_threads = _threads_for(X.shape[0], 16, n_threads)
-    _piecewise.piecewise_semivalues(
-        game.ensemble, X, game.cover_ratio, game.leaf_const, game.fallback, game.linear_start,
-        game.linear_feature, game.linear_coef, game.linear_mean, game.linear_node,
-        game.points, game.weights, np.asarray(trees, dtype=np.int64), phi, n_threads)
-
-
-def _tabulate(game, X, trees, phi, n_threads):
-    """Add the values of ``trees`` by pattern tables (rows without NaN in a linear feature)."""
-    tables = _table_structure(game)
-    structure = tables["structure"]
-    tree_leaf_start = structure["tree_leaf_start"]
-    group, group_size = [], 0
-    for position, t in enumerate(trees):
-        group.append(t)
-        group_size += tables["tree_size"][t]
-        if group_size < _TABLE_GROUP_ENTRIES and position < len(trees) - 1:
-            continue
-        leaves = np.concatenate(
-            [np.arange(tree_leaf_start[g], tree_leaf_start[g + 1]) for g in group]
-        ).astype(np.int64)
-        table_start = np.concatenate([[0], np.cumsum(tables["size"][leaves])]).astype(np.int64)
-        values = _piecewise.linear_tables(
-            structure, tables["ext_dim"], tables["ext_start"], tables["ext_ratio"],
-            tables["entry_slot"], game.linear_start, game.linear_coef, game.linear_mean,
-            game.leaf_const, leaves,
-            table_start, game.points, game.weights,
-            _threads_for(int(table_start[-1]), 1 << 14, n_threads))
-        start_by_leaf = np.full(len(structure["leaf_node"]), -1, dtype=np.int64)
-        start_by_leaf[leaves] = table_start[:-1]
-        _piecewise.linear_pattern_values(
-            game.ensemble, X, structure, np.asarray(group, dtype=np.int64), values,
-            start_by_leaf, tables["ext_dim"], tables["ext_start"], tables["ext_feature"],
-            game.linear_start, game.linear_feature, phi,
-            _threads_for(X.shape[0], 256, n_threads))
-        group, group_size = [], 0
-
-
-def _game_values(game, X, n_threads):
-    ensemble = game.ensemble
-    X = check_rows(ensemble, X)
-    phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
-    linear_columns = np.unique(game.linear_feature)
-    nan_rows = np.isnan(X[:, linear_columns]).any(axis=1)
-    tabulate = _tabulated_trees(game, int(np.sum(~nan_rows)))
-    _quadrature(game, X, np.flatnonzero(~tabulate), phi, n_threads)
-    if np.any(tabulate):
-        trees = np.flatnonzero(tabulate)
-        clean = np.ascontiguousarray(X[~nan_rows])
-        phi_clean = np.zeros((clean.shape[0],) + phi.shape[1:])
-        _tabulate(game, clean, trees, phi_clean, n_threads)
-        phi[~nan_rows] += phi_clean
-        if np.any(nan_rows):
-            phi_nan = np.zeros((int(nan_rows.sum()),) + phi.shape[1:])
-            _quadrature(game, np.ascontiguousarray(X[nan_rows]), trees, phi_nan, n_threads)
-            phi[nan_rows] += phi_nan
-    out = np.empty((X.shape[0], ensemble.n_outputs, ensemble.n_features + 1))
-    out[:, :, :-1] = phi
-    out[:, :, -1] = game.expected_value
-    return out[:, 0, :] if ensemble.n_outputs == 1 else out
+    if _dask.is_dask_collection(X):
+        width = ensemble.n_features + 1
+        return _dask.map_checked_rows(
+            _pw.game_values, ensemble, X, game=game, n_jobs=n_jobs,
+            trailing_shape=(width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width))
+    return _local.map_blocks(_pw.game_values, ensemble, X, game=game, block_rows=1 << 30,
+                             n_threads=resolve_n_jobs(n_jobs))
 
 
 def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None):
@@ -350,9 +186,7 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
-    if _dask.is_dask_collection(X):
-        return _dask.piecewise_values(game, X, n_jobs=n_jobs)
-    return map_row_blocks(lambda rows, _: _game_values(game, rows, n_threads), X)
+    return _values(game, X, n_jobs)
 
 
 def piecewise_predict(model, X, *, n_jobs=None):
@@ -372,7 +206,7 @@ def piecewise_predict(model, X, *, n_jobs=None):
     [0.0, -1.0]
     """
     ensemble = to_ensemble(model)
-    start, feature, coef, fallback = _linear_arrays(ensemble)
+    start, feature, coef, fallback = _pw._linear_arrays(ensemble)
     n_threads = resolve_n_jobs(n_jobs)
     return map_row_blocks(
         lambda rows, _: _piecewise.predict_linear(ensemble, check_rows(ensemble, rows), start,
@@ -703,7 +537,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         self.expected_value_ = float(expected[0]) if len(expected) == 1 else expected.copy()
         self._log("computed covers and leaf means", since)
         since = time.perf_counter()
-        phi = _game_values(game, X, n_threads)
+        phi = _values(game, X, self.n_jobs)
         self._log(f"computed the SHAP values of {phi.shape[0]} rows", since)
         phi = phi[..., :-1].reshape(phi.shape[0], -1, phi.shape[-1] - 1)
         self.feature_importances_ = np.abs(phi).mean(axis=(0, 1))
@@ -727,10 +561,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
-        if _dask.is_dask_collection(X):
-            return _dask.piecewise_values(self._game, X, n_jobs=self.n_jobs)
-        n_threads = resolve_n_jobs(self.n_jobs)
-        return map_row_blocks(lambda rows, _: _game_values(self._game, rows, n_threads), X)
+        return _values(self._game, X, self.n_jobs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

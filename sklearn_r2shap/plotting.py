@@ -1,4 +1,7 @@
-"""Plots (matplotlib is optional: imported only when a plot is asked for)."""
+"""Plots (matplotlib is optional: imported only when a plot is asked for).
+
+Layer: ground floor (matplotlib imported when a plot is drawn).
+"""
 import numpy as np
 
 

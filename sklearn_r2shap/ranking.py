@@ -31,6 +31,10 @@ game is explained:
 Class semantics come from the model's ``classes_``: a bare XGBoost or
 LightGBM ``Booster`` of a binary objective has none and is explained as a
 single-output model (its margin).
+
+The games (output selection, the TreeGrad kernels of a block of rows) live in
+:mod:`._games.treegrad`. Layer: public functions (and the estimator
+:class:`TreeGradRanker`, which calls them).
 """
 import numbers
 
@@ -42,106 +46,23 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
-from ._cost import Progress
-from ._kernels import _predict, _semivalues
-from ._model import UnsupportedModelError
+from ._errors import UnsupportedModelError
+from ._execution.local import Progress
+from ._games import treegrad as _tg
+from ._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _per_row
+from ._games.treegrad import _resolve_output, _signed, _take
 from ._selector import BaseTreeSelector, _unfrozen
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from .explain import _explained, banzhaf_values, beta_shapley_values
+from .attributions import _explained, banzhaf_values, beta_shapley_values
 
 __all__ = ["multilinear_gradient", "treegrad_scores", "TreeGradRanker"]
 
 _OPTIMIZERS = ("adam", "gd")
-# Models whose leaves hold class probabilities (predict_proba is their raw output).
-_PROBABILITY_MODELS = ("DecisionTreeClassifier", "ExtraTreeClassifier",
-                       "RandomForestClassifier", "ExtraTreesClassifier")
 _CHUNK_ROWS = 1024
 
 
 # --------------------------------------------------------------------------
 # Output selection (shared with metrics.py)
-
-
-def _classes(ensemble):
-    classes = ensemble.info.get("classes")
-    return None if classes is None else np.asarray(classes)
-
-
-def _is_binary_margin(ensemble):
-    """A binary classifier whose single output is the log-odds of class 1."""
-    classes = _classes(ensemble)
-    return classes is not None and len(classes) == 2 and ensemble.n_outputs == 1
-
-
-def _has_probability_leaves(ensemble):
-    return ensemble.model_type in _PROBABILITY_MODELS and _classes(ensemble) is not None
-
-
-def _resolve_output(ensemble, X, output, n_threads):
-    """Kernel output and sign (+1 / -1) of every row, see the module docstring.
-
-    Returns ``(kernel_output, sign)``, arrays of shape (n_rows,): int64
-    indices into the ensemble's outputs and float64 signs (-1 only for class
-    0 of a binary margin model).
-    """
-    n_rows = X.shape[0]
-    binary = _is_binary_margin(ensemble)
-    classes = _classes(ensemble)
-    n_choices = 2 if binary else ensemble.n_outputs
-    if output is None:
-        if binary:
-            chosen = (_predict.predict_raw(ensemble, X, n_threads)[:, 0] > 0).astype(np.int64)
-        elif ensemble.n_outputs == 1:
-            chosen = np.zeros(n_rows, dtype=np.int64)
-        elif classes is None:
-            raise ValueError(
-                f"{ensemble.model_type} has {ensemble.n_outputs} outputs and no classes: "
-                "choose the output to explain with an integer output index."
-            )
-        else:
-            raw = _predict.predict_raw(ensemble, X, n_threads)
-            chosen = np.argmax(raw, axis=1).astype(np.int64)
-    else:
-        chosen = np.asarray(output)
-        if chosen.dtype == bool or not np.issubdtype(chosen.dtype, np.integer):
-            raise ValueError(
-                "output must be None, an integer or an array of integers (one per row), "
-                f"got {output!r}."
-            )
-        if chosen.ndim == 0:
-            chosen = np.full(n_rows, int(chosen), dtype=np.int64)
-        elif chosen.shape != (n_rows,):
-            raise ValueError(
-                f"output must be an integer or have one entry per row ({n_rows}), got "
-                f"shape {chosen.shape}."
-            )
-        chosen = chosen.astype(np.int64)
-        if n_rows and (chosen.min() < 0 or chosen.max() >= n_choices):
-            what = ("class indices 0 (negated margin) or 1 (margin) of the binary classifier"
-                    if binary else f"indices in [0, {n_choices})")
-            raise ValueError(
-                f"output must hold {what} of {ensemble.model_type}; got values in "
-                f"[{chosen.min()}, {chosen.max()}]."
-            )
-    if binary:
-        return np.zeros(n_rows, dtype=np.int64), np.where(chosen == 1, 1.0, -1.0)
-    return np.ascontiguousarray(chosen), np.ones(n_rows)
-
-
-def _per_row(output):
-    """``output`` as an array when it has one entry per row (sliced by blocks)."""
-    if output is None or np.ndim(output) == 0:
-        return output
-    return np.asarray(output)
-
-
-def _take(output, part):
-    return output if output is None or np.ndim(output) == 0 else output[part]
-
-
-def _signed(values, sign):
-    """values * sign, with no negative zeros (0 stays 0 for class 0 too)."""
-    return values * sign + 0.0
 
 
 def _check_output_kind(ensemble, kind):
@@ -204,11 +125,11 @@ def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_
     n_rows = X.shape[0]
     chunk = _CHUNK_ROWS if verbose else max(n_rows, 1)
     zeta = np.empty((n_rows, ensemble.n_features))
-    structure = _semivalues.pattern_structure(ensemble)
+    structure = _tg.pattern_structure(ensemble)
     progress = Progress(n_rows, verbose, "TreeGrad-Ranker")
     for start in range(0, n_rows, chunk):
         stop = min(start + chunk, n_rows)
-        zeta[start:stop] = _semivalues.treegrad_ranker(
+        zeta[start:stop] = _tg.ranker_scores(
             ensemble, structure, X[start:stop], kernel_output[start:stop], n_iter, step_size,
             adam, n_threads)
         progress.update(stop - start)
@@ -276,8 +197,8 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     def block(rows, part):
         rows = check_rows(ensemble, rows)
         kernel_output, sign = _resolve_output(ensemble, rows, _take(output, part), n_threads)
-        gradient, value = _semivalues.treegrad(ensemble, rows, np.ascontiguousarray(Z[part]),
-                                               kernel_output, n_threads)
+        gradient, value = _tg.gradient(ensemble, rows, np.ascontiguousarray(Z[part]),
+                                       kernel_output, n_threads)
         return _signed(gradient, sign[:, None]), _signed(value, sign)
 
     return map_row_blocks(block, X)

@@ -16,6 +16,10 @@ piecewise-linear kernel for trees with linear leaves); otherwise the exact
 SHAP values of a scikit-learn linear regressor, ``coef_ * (x - mean(x))``,
 also at the end of a :class:`~sklearn.pipeline.Pipeline`; otherwise an error
 that says how to supply them.
+
+Layer: public functions. Imports ``_model``, ``_scores``, the ground floor
+and, inside functions, the public SHAP functions (``attributions``,
+``piecewise``).
 """
 import warnings
 
@@ -289,7 +293,7 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
             values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
             source = "piecewise-linear tree"
         else:
-            from .explain import shap_values as tree_shap_values
+            from .attributions import shap_values as tree_shap_values
 
             values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
             source = "tree"

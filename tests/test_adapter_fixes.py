@@ -22,7 +22,7 @@ from sklearn_r2shap import (
     shap_values,
     to_ensemble,
 )
-from sklearn_r2shap.explain import beta_quadrature
+from sklearn_r2shap._numerics import beta_quadrature
 
 
 def _regression_data(n=300, p=4, seed=0):

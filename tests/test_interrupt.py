@@ -22,12 +22,14 @@ SCRIPT = r"""
 import sys, threading, time
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
-from sklearn_r2shap import importance, r2_decomposition, shap_values, treegrad_scores
+from sklearn_r2shap import r2_decomposition, shap_values, treegrad_scores
+from sklearn_r2shap._execution import local
+from sklearn_r2shap._games import r2 as r2_games
 
 # one kernel call for all rows: Python's own Ctrl-C check between chunks must
 # not be what stops the call
-importance._CHUNK_ROWS = 1 << 30
-importance.chunk_rows_for = lambda *args, **kwargs: 1 << 30
+r2_games._CHUNK_ROWS = 1 << 30
+local.block_rows_for = lambda *args, **kwargs: 1 << 30
 
 which = sys.argv[1]
 rng = np.random.default_rng(0)

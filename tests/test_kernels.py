@@ -11,7 +11,7 @@ from sklearn_r2shap import (
     saabas_values,
     shap_values,
 )
-from sklearn_r2shap import explain
+from sklearn_r2shap._games import semivalues as semivalue_games
 from sklearn_r2shap._model._ensemble import (
     DECISION_CATEGORICAL,
     DECISION_LEQ,
@@ -94,7 +94,7 @@ def random_ensemble(seed, p=5, n_trees=3, max_depth=5, n_outputs=1, vector_leave
 @pytest.fixture(params=["tables", "quadrature"], autouse=True)
 def route(request, monkeypatch):
     """Every test runs through both semivalue routes (pattern tables, quadrature)."""
-    monkeypatch.setattr(explain, "_FORCE_ROUTE", request.param)
+    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", request.param)
     return request.param
 
 

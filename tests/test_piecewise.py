@@ -11,6 +11,7 @@ import reference
 
 import sklearn_r2shap as sr
 from sklearn_r2shap import piecewise
+from sklearn_r2shap._games import piecewise as piecewise_games
 from sklearn_r2shap.piecewise import (
     PiecewiseLinearExplainer,
     piecewise_ensemble,
@@ -122,7 +123,7 @@ def check_against_brute_force(model, X, background, weight=None, atol=1e-10):
 @pytest.fixture(params=["tables", "quadrature"])
 def route(request, monkeypatch):
     """Both evaluation routes (pattern tables, per-row quadrature) give the values."""
-    monkeypatch.setattr(piecewise, "_FORCE_ROUTE", request.param)
+    monkeypatch.setattr(piecewise_games, "_FORCE_ROUTE", request.param)
     return request.param
 
 

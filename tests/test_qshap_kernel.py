@@ -16,7 +16,7 @@ import pytest
 import reference
 from sklearn_r2shap._kernels import _qshap
 from sklearn_r2shap._model._ensemble import TreeEnsemble
-from sklearn_r2shap.explain import _gauss_legendre
+from sklearn_r2shap._numerics import _gauss_legendre
 from test_kernels import random_data, random_tree
 
 

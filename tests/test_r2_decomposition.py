@@ -28,7 +28,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 import reference
 from sklearn_r2shap import UnsupportedModelError, r2_decomposition, to_ensemble
-from sklearn_r2shap import importance
+from sklearn_r2shap._games import r2 as r2_games
 
 ATOL = 1e-10
 
@@ -346,7 +346,7 @@ def test_threads_and_chunks(name, monkeypatch):
     model, X, y, w, _, _ = case(name)
     one = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=1)
     two = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=2)
-    monkeypatch.setattr(importance, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=2)
     np.testing.assert_array_equal(one.local, two.local)
     np.testing.assert_array_equal(one.importances, two.importances)

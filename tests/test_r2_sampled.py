@@ -14,7 +14,9 @@ from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn_r2shap import (
     SampledAlgorithmWarning, ShapleyR2Importance, estimate_cost, r2_decomposition, to_ensemble,
 )
-from sklearn_r2shap import _cost, importance
+from sklearn_r2shap._execution import cost as _cost
+from sklearn_r2shap._execution import local as _local
+from sklearn_r2shap._games import r2 as r2_games
 from sklearn_r2shap._kernels import _qshap
 from test_r2_decomposition import CASES, case, make_data
 
@@ -102,7 +104,7 @@ def test_reproducible_across_threads_and_chunks(monkeypatch):
     again = r2_decomposition(model, X, y, algorithm="sampled", random_state=7, n_jobs=1,
                              return_local=True)
     np.testing.assert_array_equal(one.local, again.local)
-    monkeypatch.setattr(importance, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, algorithm="sampled", random_state=7, n_jobs=2,
                                return_local=True)
     np.testing.assert_allclose(chunked.local, one.local, rtol=0, atol=1e-15)
@@ -276,7 +278,7 @@ def test_max_samples_rejects_bad_values():
 def test_progress_plain_lines(monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import fails: plain lines
     stream = io.StringIO()
-    progress = _cost.Progress(100, 1, "R^2 decomposition", estimate=12.0, stream=stream)
+    progress = _local.Progress(100, 1, "R^2 decomposition", estimate=12.0, stream=stream)
     progress.update(40)
     progress.update(60)
     progress.close()
@@ -285,7 +287,7 @@ def test_progress_plain_lines(monkeypatch):
     assert lines[1].startswith("R^2 decomposition: 40/100 rows,") and "left" in lines[1]
     assert lines[2].startswith("R^2 decomposition: 100/100 rows,")
     silent = io.StringIO()
-    _cost.Progress(10, 0, "x", stream=silent).update(10)
+    _local.Progress(10, 0, "x", stream=silent).update(10)
     assert silent.getvalue() == ""
 
 
@@ -301,20 +303,18 @@ def test_exact_path_leaves_global_random_state_alone():
 @pytest.mark.parametrize("algorithm", ["exact", "sampled"])
 def test_rows_are_streamed_in_chunks(algorithm, monkeypatch):
     """Memory is bounded in rows: the kernel never sees more than one chunk."""
-    from sklearn_r2shap import _r2_terms
-
     X, y = make_data(6, n=600, p=5)
     model = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
     full = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
     seen = []
-    call = _r2_terms.R2Terms.__call__
+    call = r2_games.R2Terms.__call__
 
     def spy(self, X_chunk, *args):
         seen.append(len(X_chunk))
         return call(self, X_chunk, *args)
 
-    monkeypatch.setattr(_r2_terms.R2Terms, "__call__", spy)
-    monkeypatch.setattr(importance, "_CHUNK_ROWS", 128)
+    monkeypatch.setattr(r2_games.R2Terms, "__call__", spy)
+    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 128)
     chunked = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
     assert max(seen) <= 128 and sum(seen) == 600
     np.testing.assert_allclose(chunked.importances, full.importances, rtol=0, atol=1e-13)

@@ -9,7 +9,7 @@ import reference
 from sklearn_r2shap import UnsupportedModelError, beta_shapley_values, shap_values, to_ensemble
 from sklearn_r2shap._kernels import _treeprob
 from sklearn_r2shap._model._ensemble import TreeArrays, TreeEnsemble
-from sklearn_r2shap.explain import probabilistic_values
+from sklearn_r2shap.attributions import probabilistic_values
 from test_kernels import ENSEMBLES, deep_spine_tree, random_ensemble, relative_error
 
 

@@ -694,7 +694,7 @@ def _tree_rules(ens, points, weights, max_union=None):
     features on the paths of a pair of tree t's leaves, bounds the degree
     of its pair gradients by max_union[t] - 1, so ceil(max_union[t] / 2)
     nodes suffice there (at most n_t)."""
-    from ..explain import _gauss_legendre
+    from .._numerics import _gauss_legendre
 
     m = len(points)
     n_trees = len(ens.tree_start) - 1

@@ -30,6 +30,8 @@ number of its hash left. Rows to explain are then encoded by
 CatBoost (the same pool export) and replaced by the number of its hash, or
 -1 (every one-hot split's false side) when no split tests it. CTR, text and
 embedding splits are not represented.
+
+Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import json
 import os

@@ -16,6 +16,8 @@ row-independent quantities of the path-dependent game (doc/local_attributions.rs
 * ``n_path_features``: the largest number of distinct features on a
   root-to-leaf path, which fixes the degree of the polynomials the quadrature
   kernels integrate.
+
+Layer: models (imports the ground floor and ``_kernels``).
 """
 from dataclasses import dataclass, field, replace
 from typing import List, Optional

@@ -29,6 +29,8 @@ apply the link to the *mean* of the trees, so leaves are scaled by 1/T;
 LightGBM's ``predict(raw_score=True)`` and ``pred_contrib`` return the
 unscaled sum. A model fitted on a DataFrame with ``category`` columns
 encodes them by the category lists kept in ``info["pandas_categorical"]``.
+
+Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import numpy as np
 

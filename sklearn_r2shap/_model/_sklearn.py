@@ -19,6 +19,8 @@ categorical features the model first re-encodes X by an ``OrdinalEncoder``
 inside a ``ColumnTransformer`` that moves categorical columns first; split
 features and category codes are mapped back to the input columns and raw
 category values here.
+
+Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import numpy as np
 

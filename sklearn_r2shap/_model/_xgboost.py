@@ -6,6 +6,8 @@ which holds every number XGBoost predicts with: per tree ``left_children``,
 threshold of an internal node, the leaf value -- learning rate included -- of
 a leaf), ``default_left``, ``split_type`` with the category sets, and
 ``sum_hessian``, the cover XGBoost's own TreeSHAP uses (doc/local_attributions.rst).
+
+Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import json
 

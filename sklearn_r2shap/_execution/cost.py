@@ -13,20 +13,24 @@ features the tree splits on), plus the exact Shapley values of the tree at
 ceil(d / 2) quadrature points. The seconds per operation below were measured
 on one core of an x86-64 machine (CPU time, 2026-11); the estimate is a
 guide to within a factor of a few, not a promise.
+
+:func:`semivalue_seconds` estimates the per-row attributions
+(``shap_values`` and the other semivalues) the same way, so that progress
+is shown by default for long work only (``verbose="auto"``).
+
+Layer: execution. Imports the ground floor, ``_model`` and ``_kernels``;
+never a game, a public module or an estimator.
 """
-import math
-import sys
-import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import _qshap, _qshap_sampled
-from ._errors import SampledAlgorithmWarning
-from ._model import to_ensemble
-from ._numerics import quadrature_sizes
-from ._validation import n_rows_features, resolve_n_jobs
+from .._errors import SampledAlgorithmWarning
+from .._kernels import _qshap, _qshap_sampled
+from .._model import to_ensemble
+from .._numerics import quadrature_sizes
+from .._validation import n_rows_features, resolve_n_jobs
 
 __all__ = ["CostEstimate", "estimate_cost"]
 
@@ -206,51 +210,19 @@ def choose_algorithm(algorithm, cost, exact_budget):
     return "sampled"
 
 
-def chunk_rows_for(seconds_per_row, n_threads, target_seconds=2.0):
-    """Rows per chunk so that a chunk takes about ``target_seconds`` (progress, memory)."""
-    if seconds_per_row <= 0:
-        return 1 << 30
-    return max(1, int(target_seconds * max(1, n_threads) / seconds_per_row))
 
 
-class Progress:
-    """Rows done, elapsed time and estimated time left (tqdm when installed).
+# seconds per node and quadrature point of one row, one thread (the per-row
+# quadrature kernel of the semivalues; measured as the constants above)
+SEMIVALUE_SECONDS_PER_NODE_POINT = 4e-9
 
-    ``estimate`` (seconds) is shown before the first chunk ends; afterwards
-    the time left is extrapolated from the rows done.
+
+def semivalue_seconds(ensemble, n_points):
+    """Seconds of one row's semivalues (TreeGrad-Shap quadrature) on one thread.
+
+    The quadrature kernel visits every node of every tree at each of the
+    ``n_points`` quadrature points; the pattern tables used for shallow trees
+    and many rows are cheaper, so this is an upper estimate. It decides the
+    rows per block and whether progress is shown by default.
     """
-
-    def __init__(self, total, verbose, desc, estimate=None, stream=None):
-        self.total = total
-        self.verbose = verbose
-        self.desc = desc
-        self.done = 0
-        self.start = time.monotonic()
-        self.stream = sys.stderr if stream is None else stream
-        self.bar = None
-        if not verbose:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            if estimate is not None:
-                print(f"{desc}: {total} rows, estimated {format_seconds(estimate)}",
-                      file=self.stream, flush=True)
-        else:
-            self.bar = tqdm(total=total, desc=desc, unit="row")
-
-    def update(self, rows):
-        if not self.verbose:
-            return
-        self.done += rows
-        if self.bar is not None:
-            self.bar.update(rows)
-            return
-        elapsed = time.monotonic() - self.start
-        left = elapsed * (self.total - self.done) / self.done if self.done else float("nan")
-        print(f"{self.desc}: {self.done}/{self.total} rows, {format_seconds(elapsed)} elapsed, "
-              f"about {format_seconds(left)} left", file=self.stream, flush=True)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
+    return float(ensemble.n_nodes) * max(1, int(n_points)) * SEMIVALUE_SECONDS_PER_NODE_POINT

@@ -17,13 +17,26 @@ Chan et al.'s pairwise update), tree-reduced with ``dask.delayed``.
 
 dask is imported only when a dask collection is passed:
 :func:`is_dask_collection` recognises one without importing it.
+
+This module knows no algorithm: public functions hand it a block function
+of the games layer (:func:`map_checked_rows` checks each partition's rows
+with :func:`~.._validation.check_rows` on the worker and calls it) or a
+statistics function (:func:`reduce_statistics`). Adding an algorithm never
+touches it.
+
+Layer: execution. Imports the ground floor and ``_model``; never a game, a
+public module or an estimator.
 """
 import numpy as np
 
-from ._numerics import Extremes, Moments, merge_statistics
+from .._model import TreeEnsemble
+from .._numerics import Extremes, Moments, merge_statistics
+from .._validation import check_rows, resolve_n_jobs
+from .._validation import column_names as frame_column_names
 
-__all__ = ["is_dask_collection", "map_rows", "Moments", "Extremes", "merge_statistics",
-           "reduce_statistics"]
+__all__ = ["is_dask_collection", "map_rows", "map_checked_rows", "Moments", "Extremes",
+           "merge_statistics", "reduce_statistics", "aligned_column", "partition_lengths",
+           "check_rows_lazily", "shipped_once", "block_threads"]
 
 
 def is_dask_collection(X):
@@ -63,7 +76,7 @@ def shipped_once(payload):
     return dask.delayed(payload, name=name, traverse=False)
 
 
-def _block_threads(n_jobs):
+def block_threads(n_jobs):
     # dask runs one task per worker thread: one OpenMP thread per task unless
     # the caller asked for more
     return 1 if n_jobs is None else n_jobs
@@ -106,7 +119,7 @@ def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, *
     """
     _import_dask()
     trailing_shape = tuple(int(n) for n in trailing_shape)
-    n_jobs = _block_threads(n_jobs)
+    n_jobs = block_threads(n_jobs)
     shipped = shipped_once(payload)
     meta = np.empty((0,) + trailing_shape, dtype=np.float64)
     if _is_dataframe_like(X):
@@ -138,115 +151,36 @@ def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, *
     extra = len(trailing_shape) - 1  # output axes beyond X's two
     return X.map_blocks(
         _apply, function, shipped, n_jobs, kwargs, dtype=np.float64, chunks=chunks, meta=meta,
-        token=function.__name__.strip("_"),
+        token=getattr(kwargs.get("block_function"), "__name__", function.__name__).strip("_"),
         drop_axis=[1] if extra < 0 else None,
         new_axis=list(range(2, 2 + extra)) if extra > 0 else None,
     )
 
 
-# ----------------------------------------------------------------------------
-# The public functions' dask route
+def _checked_block(payload, block, *, n_jobs, block_function, **kwargs):
+    ensemble = payload if isinstance(payload, TreeEnsemble) else payload.ensemble
+    return block_function(payload, check_rows(ensemble, block),
+                          n_threads=resolve_n_jobs(n_jobs), **kwargs)
 
 
-def _ensemble_output_shape(ensemble, width):
-    return (width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width)
+def map_checked_rows(function, ensemble, X, *, trailing_shape, n_jobs=None, game=None,
+                     **kwargs):
+    """``function(game, rows, n_threads=..., **kwargs)`` on every row block of ``X``.
 
-
-def explain(function, model, X, *, n_jobs=None, **kwargs):
-    """``function(model, X, n_jobs=..., **kwargs)`` of explain.py on a dask collection.
-
-    The model is converted (and refused, e.g. with linear leaves) on the
-    client; the returned array has shape ``(n_rows, n_features + 1)`` or
-    ``(n_rows, n_outputs, n_features + 1)``.
+    The block function of the games layer receives the partition's rows
+    checked on the worker (:func:`~.._validation.check_rows` for
+    ``ensemble``) and ``game`` (default: ``ensemble``; else an object with
+    the ensemble as ``game.ensemble``), shipped once; ``X``'s width, names
+    and dtypes are checked at once on an empty stand-in. See :func:`map_rows`
+    for the result.
     """
-    from ._validation import check_rows
-
-    ensemble = _checked_ensemble(model)
-    shape = _ensemble_output_shape(ensemble, ensemble.n_features + 1)
-    return map_rows(function, ensemble, X, trailing_shape=shape, n_jobs=n_jobs,
-                    check=lambda empty: check_rows(ensemble, empty), **kwargs)
+    return map_rows(_checked_block, ensemble if game is None else game, X,
+                    trailing_shape=trailing_shape, n_jobs=n_jobs,
+                    check=lambda empty: check_rows(ensemble, empty), block_function=function,
+                    **kwargs)
 
 
-def predict(function, model, X, *, n_jobs=None):
-    """Raw predictions, shape (n_rows, n_outputs), of a dask collection."""
-    from ._validation import check_rows
-
-    ensemble = _checked_ensemble(model)
-    return map_rows(function, ensemble, X, trailing_shape=(ensemble.n_outputs,),
-                    n_jobs=n_jobs, check=lambda empty: check_rows(ensemble, empty))
-
-
-def _checked_ensemble(model):
-    """The model's TreeEnsemble, refused as the in-memory functions refuse it."""
-    from ._model import to_ensemble
-    from .explain import _prepare
-
-    ensemble = to_ensemble(model)
-    _prepare(ensemble, np.empty((0, ensemble.n_features)))
-    return ensemble
-
-
-def piecewise_shap_values(game, X, *, n_jobs):
-    from ._validation import resolve_n_jobs
-    from .piecewise import _game_values
-
-    return _game_values(game, X, resolve_n_jobs(n_jobs))
-
-
-def piecewise_values(game, X, *, n_jobs=None):
-    """SHAP values of a piecewise-linear game (covers and leaf means built on
-    the client from in-memory background rows) on a dask collection."""
-    from ._validation import check_rows
-
-    ensemble = game.ensemble
-    shape = _ensemble_output_shape(ensemble, ensemble.n_features + 1)
-    return map_rows(piecewise_shap_values, game, X, trailing_shape=shape, n_jobs=n_jobs,
-                    check=lambda empty: check_rows(ensemble, empty))
-
-
-def _leaf_statistics_block(block, weight=None, *, payload):
-    from ._kernels import _piecewise
-    from ._validation import check_rows
-
-    ensemble, start, feature = payload
-    B = check_rows(ensemble, block)
-    if weight is None:
-        weight = np.ones(B.shape[0])
-    else:
-        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).reshape(-1))
-        if weight.shape != (B.shape[0],):
-            raise ValueError(f"background_weight has {weight.shape[0]} rows in a partition "
-                             f"where background has {B.shape[0]}.")
-        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-            raise ValueError("background_weight must be finite and non-negative.")
-    cover, complete, entry_sum = _piecewise.leaf_statistics(ensemble, B, weight, start,
-                                                            feature, 1)
-    return {"rows": B.shape[0], "weight": float(weight.sum()), "cover": cover,
-            "complete": complete, "entry_sum": entry_sum}
-
-
-def leaf_statistics(ensemble, background, background_weight, start, feature):
-    """Covers, complete-row weights and linear-feature sums of a dask
-    background (piecewise-linear game), summed over its partitions in one
-    pass; computed at once."""
-    from ._validation import check_rows
-
-    _check_rows_lazily(ensemble, background, check_rows)
-    collections = (background,) if background_weight is None else (
-        background, background_weight)
-    if background_weight is not None and not is_dask_collection(background_weight):
-        raise TypeError("with a dask background, background_weight must be a dask "
-                        "collection of the same row blocks (or None).")
-    payload = shipped_once((ensemble, start, feature))
-    total = reduce_statistics(_leaf_statistics_block, *collections, payload=payload).compute()
-    if total["rows"] == 0:
-        raise ValueError("background must contain at least one row.")
-    if not total["weight"] > 0:
-        raise ValueError("background_weight must not be all zero.")
-    return total["cover"], total["complete"], total["entry_sum"]
-
-
-def _check_rows_lazily(ensemble, X, check_rows):
+def check_rows_lazily(ensemble, X):
     """check_rows on an empty stand-in of a dask collection (width, names, dtypes)."""
     if _is_dataframe_like(X):
         check_rows(ensemble, X._meta)
@@ -255,6 +189,18 @@ def _check_rows_lazily(ensemble, X, check_rows):
                          f"{getattr(X, 'ndim', '?')} dimension(s).")
     else:
         check_rows(ensemble, np.empty((0, X.shape[1]), dtype=X.dtype))
+
+
+def column_names(X):
+    """The column names of a dask DataFrame (None for a dask array)."""
+    return frame_column_names(X._meta) if _is_dataframe_like(X) else None
+
+
+def whole_rows(X):
+    """A dask array rechunked so that a block holds whole rows (a DataFrame as is)."""
+    if hasattr(X, "chunks") and not _is_dataframe_like(X) and len(X.chunks[1]) > 1:
+        return X.rechunk({1: -1})
+    return X
 
 
 # ----------------------------------------------------------------------------
@@ -314,7 +260,7 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     Examples
     --------
     >>> import dask.array as da
-    >>> from sklearn_r2shap._dask import Moments, reduce_statistics
+    >>> from sklearn_r2shap._execution.dask import Moments, reduce_statistics
     >>> y = np.arange(10.0)
     >>> def statistics(block):
     ...     return {"rows": len(block), "sum": block.sum(), "y": Moments.of(block)}
@@ -356,85 +302,29 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
     return level[0]
 
 
-# ----------------------------------------------------------------------------
-# The R^2 / D^2 decomposition: per-partition statistics, tree-reduced
-
-
-def _column(values):
+def column(values):
     """An in-memory block of y or sample_weight (ndarray, pandas Series / frame) as an array."""
     return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
 
 
-def _is_regression(loss):
-    from ._scores import SquaredError
-
-    return isinstance(loss, SquaredError) and loss.classes is None
-
-
-def _block_target(loss, ensemble, y, n_rows, scale):
-    """The target columns of a block, as the in-memory call computes them for all rows."""
-    from ._scores import _regression_target
-
-    if _is_regression(loss):
-        return (_regression_target(y, n_rows) / scale)[:, None]
-    return loss.target(y, n_rows, ensemble)
+def partition_lengths(X):
+    """The row counts of X's partitions (computed on the workers when unknown)."""
+    if hasattr(X, "chunks") and not any(np.isnan(X.chunks[0])):
+        return [int(n) for n in X.chunks[0]]
+    dask = _import_dask()
+    count = dask.delayed(len, pure=True)
+    return list(dask.compute(*[count(part) for part in _row_blocks(X)]))
 
 
-def _block_weight(weight, n_rows, what):
-    from ._validation import check_row_weights
-
-    if weight is None:
-        return np.ones(n_rows)
-    weight = np.asarray(_column(weight), dtype=np.float64).reshape(-1)
-    if weight.shape != (n_rows,):
-        raise ValueError(f"sample_weight has {weight.shape[0]} rows in a partition where "
-                         f"{what} has {n_rows}: give sample_weight the same row blocks "
-                         "(partitions) as X.")
-    # a partition may have only zero weights; all rows' weights are checked at the end
-    return check_row_weights(weight, n_rows, some_positive=False)
-
-
-def _target_statistics(y, index, weight=None, *, payload):
-    """First pass, over y (and the weights) only: what L0 and the rescaling need."""
-    loss, ensemble, n_blocks = payload
-    y = _column(y)
-    n_rows = len(y)
-    target = _block_target(loss, ensemble, y, n_rows, 1.0)
-    weight = _block_weight(weight, n_rows, "y")
-    lengths = np.zeros(n_blocks, dtype=np.int64)
-    lengths[index] = n_rows
-    return {"lengths": lengths,
-            "largest_target": Extremes.of(np.abs(target)),
-            "largest_weight": Extremes.of(weight),
-            # a target constant over the rows that count makes the score undefined
-            "counted_target": Extremes.of(target[weight > 0]),
-            "target": Moments.of(target, weight)}
-
-
-def _r2_block(X, y, where, weight=None, *, payload):
-    """Second pass: one partition's statistics of the decomposition (``_BlockWork``)."""
-    plan, scale, weight_scale, null_mean = payload
-    first, rows = where
-    y = _column(y)
-    n_rows = X.shape[0]
-    if len(y) != n_rows:
-        raise ValueError(f"y has {len(y)} rows in a partition where X has {n_rows}: give y "
-                         "(and sample_weight) the same row blocks (partitions) as X, e.g. a "
-                         "column of the same dask DataFrame, or y.rechunk(X.chunks[0]).")
-    target = _block_target(plan.loss, plan.ensemble, y, n_rows, scale)
-    weight = _block_weight(weight, n_rows, "X") / weight_scale
-    return plan.statistics(X, target, weight, first=first, rows=rows, null_mean=null_mean)
-
-
-def _n_blocks(collection):
+def n_blocks(collection):
     return collection.npartitions if hasattr(collection, "npartitions") else (
         collection.numblocks[0])
 
 
-def _aligned_column(values, X, what, lengths_of_X):
+def aligned_column(values, X, what, lengths_of_X):
     """y or sample_weight as row blocks matching X's: a dask collection (rechunked
     when both row chunkings are known) or a list of in-memory blocks."""
-    n_blocks = _n_blocks(X)
+    count = n_blocks(X)
     if is_dask_collection(values):
         if hasattr(values, "chunks") and not hasattr(values, "map_partitions"):
             if values.ndim == 2 and values.shape[1] == 1:
@@ -448,13 +338,13 @@ def _aligned_column(values, X, what, lengths_of_X):
                                  f"{values.shape[0]}.")
             if known and values.chunks[0] != x_chunks:
                 values = values.rechunk({0: x_chunks})
-        if _n_blocks(values) != n_blocks:
+        if n_blocks(values) != count:
             raise ValueError(
-                f"{what} has {_n_blocks(values)} partitions and X has {n_blocks}: give {what} "
+                f"{what} has {n_blocks(values)} partitions and X has {count}: give {what} "
                 "the same row blocks (partitions) as X, e.g. a column of the same dask "
                 "DataFrame, or a dask array with X's row chunks.")
         return values
-    values = _column(values)
+    values = column(values)
     lengths = lengths_of_X()
     if values.ndim == 0 or len(values) != sum(lengths):
         raise ValueError(f"X has {int(sum(lengths))} rows but {what} has "
@@ -462,84 +352,3 @@ def _aligned_column(values, X, what, lengths_of_X):
     return np.split(values, np.cumsum(lengths)[:-1])
 
 
-def r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local, n_jobs, algorithm,
-                     exact_budget, n_permutations, max_samples, random_state):
-    """``importance.r2_decomposition`` of a dask collection: two passes, tree-reduced.
-
-    Pass 1 reads y and the weights only (row counts per partition, the
-    largest |y| and weight -- the power-of-two rescalings -- and the
-    weighted mean of the target, L0's best constant). Pass 2 maps the
-    in-memory per-block statistics over the partitions of (X, y, weights),
-    with the model shipped once, and merges them by a tree reduction; the
-    client finalizes as the in-memory call does.
-    """
-    dask = _import_dask()
-    from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
-    from ._validation import check_rows, column_names
-    from .importance import _BlockWork
-
-    if return_local:
-        raise ValueError(
-            "return_local=True is not supported for a dask X: the per-row terms need L0, "
-            "known only after a pass over every row. Compute the R2_j on dask, and the "
-            "per-row terms of the rows you need in memory (X.compute() of a sample).")
-    if y is None:
-        raise ValueError("r2_decomposition requires y, but y is None.")
-    # refuse what the in-memory call refuses, before any pass
-    _BlockWork.of(ensemble, loss, 1.0)
-    _check_rows_lazily(ensemble, X, check_rows)
-    names = column_names(X._meta) if _is_dataframe_like(X) else None
-    if names is None:
-        names = ensemble.feature_names
-    if hasattr(X, "chunks") and not _is_dataframe_like(X) and len(X.chunks[1]) > 1:
-        X = X.rechunk({1: -1})  # a task needs whole rows
-
-    lengths_of_X = []
-
-    def lengths():  # partition lengths of X (computed once, only when needed)
-        if not lengths_of_X:
-            if hasattr(X, "chunks") and not any(np.isnan(X.chunks[0])):
-                lengths_of_X.extend(int(n) for n in X.chunks[0])
-            else:
-                count = dask.delayed(len, pure=True)
-                lengths_of_X.extend(dask.compute(*[count(part) for part in _row_blocks(X)]))
-        return lengths_of_X
-
-    y = _aligned_column(y, X, "y", lengths)
-    columns = [y, list(range(_n_blocks(X)))]
-    if sample_weight is not None:
-        columns.append(_aligned_column(sample_weight, X, "sample_weight", lengths))
-    first = reduce_statistics(_target_statistics, *columns,
-                              payload=(loss, ensemble, _n_blocks(X))).compute()
-    n_rows = int(first["lengths"].sum())
-    check_n_rows(n_rows)
-    scale_w = 1.0
-    if sample_weight is not None:
-        if not first["largest_weight"].high > 0:
-            raise ValueError("sample_weight is zero for every row: no row counts.")
-        scale_w = weight_scale(first["largest_weight"].high)
-    counted = first["counted_target"]
-    if np.all(counted.low == counted.high):
-        raise undefined_score_error(loss)
-    scale = target_scale(float(np.max(first["largest_target"].high))) if _is_regression(
-        loss) else 1.0
-    null_mean = first["target"].mean / scale
-
-    plan = _BlockWork.of(ensemble, loss, scale)
-    rows = plan.choose(n_rows, n_jobs, _block_threads(n_jobs), algorithm, exact_budget,
-                       n_permutations, max_samples, random_state)
-    starts = np.concatenate(([0], np.cumsum(first["lengths"])[:-1]))
-    where = []
-    for start, n in zip(starts.tolist(), first["lengths"].tolist()):
-        mine = None if rows is None else (
-            rows[(rows >= start) & (rows < start + n)] - start)
-        where.append((start, mine))
-    blocks = [X, y, where] + columns[2:]
-    merged = reduce_statistics(
-        _r2_block, *blocks,
-        payload=shipped_once((plan, scale, scale_w, null_mean))).compute()
-    total = merged["null"]
-    if not total > 0:
-        raise undefined_score_error(loss)
-    n_used = n_rows if rows is None else len(rows)
-    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=names)

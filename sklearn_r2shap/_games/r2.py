@@ -1,0 +1,368 @@
+"""The R^2 / D^2 games: per-row terms of a block of rows, and their statistics.
+
+- :class:`R2Terms`: the per-row terms, exact or sampled, behind one call;
+- the game builders (:func:`squared_error_game`, :func:`second_order_game`,
+  the symmetric mode) and the ensemble they decompose (:func:`_game_ensemble`);
+- :class:`_BlockWork`: a block of rows in, mergeable statistics out, and the
+  step from the merged statistics to the :class:`R2Decomposition`;
+- :func:`_target_statistics`: the statistics of y and the weights alone (the
+  first pass over a dask collection).
+
+Layer: games. Imports the ground floor, ``_model``, ``_kernels`` and
+``_scores``; never ``_execution``, a public module or an estimator.
+
+The per-row terms, exact or sampled, behind one call.
+
+Both compute, per row i and feature j, sum_k a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i)
+for game coefficients (a, b) of shape (n_rows, n_trees) computed by the
+caller (squared error: a = w_i, b = -2 w_i c_ik). ``algorithm="exact"``:
+the Q-SHAP kernel (:mod:`._kernels._qshap`). ``algorithm="sampled"``: an
+unbiased Monte Carlo estimate (:mod:`._kernels._qshap_sampled`), returned
+with the Monte Carlo variance of each row's estimate.
+"""
+import numbers
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._errors import UnsupportedModelError
+from .._kernels import _predict, _qshap, _qshap_sampled
+from .._numerics import Extremes, Moments, _unit_rule, quadrature_sizes
+from .._scores import R2Decomposition, SquaredError, _regression_target
+from .._validation import check_row_weights
+
+
+class R2Terms:
+    """``terms(X, a, b, row_ids) -> (terms, mc_variance or None)``.
+
+    ``row_ids`` are the rows' indices in the whole data: the sampled
+    algorithm draws each row's feature orders from (seed, row id, tree), so
+    its estimate does not depend on chunks, threads or subsampling.
+    """
+
+    def __init__(self, ensemble, algorithm, n_threads, n_permutations=2, seed=0, slots=None):
+        self.ensemble = ensemble
+        self.algorithm = algorithm
+        self.n_threads = n_threads
+        self.n_permutations = n_permutations
+        self.seed = int(seed) % (1 << 64)
+        m_exact, m_sampled = quadrature_sizes(ensemble)
+        if algorithm == "exact":
+            # grad of the squared game has degree < 2 d: d Gauss-Legendre nodes are exact
+            self.points, self.weights = _unit_rule(m_exact)
+        elif algorithm == "sampled":
+            # only Sh[m] (degree < d) is computed by quadrature
+            self.points, self.weights = _unit_rule(m_sampled)
+            self.slots = _qshap_sampled.tree_slots(ensemble) if slots is None else slots
+        else:
+            raise ValueError(f"unknown algorithm {algorithm!r}")
+
+    def __call__(self, X, square_coef, linear_coef, row_ids):
+        if self.algorithm == "exact":
+            terms = _qshap.r2_terms(self.ensemble, X, square_coef, linear_coef, self.points,
+                                    self.weights, self.n_threads)
+            return terms, None
+        linear, sampled = _qshap_sampled.sampled_r2_terms(
+            self.ensemble, X, square_coef, linear_coef, self.points, self.weights, self.slots,
+            self.n_permutations, np.uint64(self.seed), np.ascontiguousarray(row_ids, np.int64),
+            self.n_threads)
+        K = sampled.shape[1]
+        terms = linear + sampled.mean(axis=1)
+        # replicates are i.i.d. given the row: the variance of their mean
+        variance = sampled.var(axis=1, ddof=1) / K if K > 1 else np.full(linear.shape, np.nan)
+        return terms, variance
+
+
+_CHUNK_ROWS = 4096
+
+
+def _game_ensemble(ensemble, loss, scale):
+    """The single-value ensemble the kernel decomposes (and its mode).
+
+    Vector leaves (scikit-learn classifiers' class probabilities, CatBoost
+    multiclass) become one tree per output, in the model's order; the
+    squared-error regression trees are divided by ``scale`` (a power of two:
+    exact). Averaging ensembles are decomposed in the symmetric mode, which
+    needs a squared loss.
+    """
+    work = ensemble
+    if isinstance(loss, SquaredError) and loss.classes is not None:
+        outputs = loss.outputs
+        work = ensemble.per_output(outputs)
+        if len(outputs) != ensemble.n_outputs:  # binary: class 1 becomes output 0
+            work = replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
+                           base_value=ensemble.base_value[outputs].copy())
+    elif ensemble.n_values > 1:
+        work = ensemble.per_output()
+    if scale != 1.0:
+        work = replace(work, value=work.value / scale, base_value=work.base_value / scale)
+    symmetric = bool(work.averaging)
+    if symmetric and not loss.symmetric:
+        raise UnsupportedModelError(
+            f"{ensemble.model_type} averages its trees in the margin space of objective "
+            f"{ensemble.objective!r}: the D^2 decomposition of an averaging ensemble is "
+            "defined for the squared error and the Brier score only; use shap_values or "
+            "TreeGradRanker instead."
+        )
+    return work, symmetric
+
+
+_EXACT_MIN_CHUNK_ROWS = 32
+
+
+def _chunk_rows(n_trees):
+    """Rows per chunk: the (rows, trees) coefficient arrays stay near 32 MB."""
+    return int(min(_CHUNK_ROWS, max(16, (1 << 21) // max(1, n_trees))))
+
+
+def squared_error_game(leaf, y, weight, base, tree_mean, symmetric):
+    """Coefficients (a, b) of the squared-error games, shape (n_rows, n_trees).
+
+    Tree k of row i contributes ``a Sh[m_k^2] + b Sh[m_k]`` with a = w_i and
+    b = -2 w_i c_ik (Sh[(c - m)^2] = Sh[m^2] - 2 c Sh[m] for a constant c).
+    Sequential (boosting): c_ik = y_i - F_{k-1}(x_i), the residual of the
+    trees before k from the initial prediction ``base``. Symmetric (forests):
+    c_ik = y_i - mu - (f~(x_i) - m~_k(x_i)) / 2 + v^k(empty), with m~ the
+    centred trees, f~ their sum and mu = base + sum of tree means.
+    """
+    if symmetric:
+        centred = leaf - tree_mean
+        total = centred.sum(axis=1, keepdims=True)
+        mu = base + float(np.sum(tree_mean))
+        residual = (y - mu)[:, None] - (total - centred) / 2.0 + tree_mean
+    else:
+        before = np.cumsum(leaf, axis=1) - leaf
+        residual = (y - base)[:, None] - before
+    square = np.repeat(weight[:, None], leaf.shape[1], axis=1)
+    return np.ascontiguousarray(square), np.ascontiguousarray(-2.0 * square * residual)
+
+
+def second_order_game(leaf, loss, target, weight, base, tree_output):
+    """Coefficients (a, b) of the per-tree second-order games, shape (n_rows, n_trees).
+
+    Tree k (adding to margin c = ``tree_output[k]``) of row i contributes
+    ``w_i Sh[g_ik m_k + h_ik m_k^2 / 2] = a Sh[m_k^2] + b Sh[m_k]`` with
+    a = w_i h_ik / 2 and b = w_i g_ik, where g and h are the first and second
+    derivatives of the row's loss in margin c at the margins F_{k-1}(x_i) of
+    the trees before k, starting from the initial margins ``base``. For the
+    squared error l = (y - F)^2 / 2 this is half the squared-error game.
+    """
+    n_rows, n_trees = leaf.shape
+    square = np.empty((n_rows, n_trees))
+    linear = np.empty((n_rows, n_trees))
+    if loss.separable:  # each output's margin only moves with its own trees
+        for c in range(len(base)):
+            trees = np.flatnonzero(tree_output == c)
+            if len(trees) == 0:
+                continue
+            own = leaf[:, trees]
+            before = base[c] + (np.cumsum(own, axis=1) - own)
+            g, h = loss.derivatives(target[:, [c]], before, c)
+            square[:, trees], linear[:, trees] = h, g
+    else:  # softmax: every margin moves p_c; one margin changes at a time
+        margin = np.repeat(np.asarray(base, dtype=np.float64)[None, :], n_rows, axis=0)
+        for k in range(n_trees):
+            c = tree_output[k]
+            linear[:, k], square[:, k] = loss.derivatives(target, margin, c)
+            margin[:, c] += leaf[:, k]
+    square *= 0.5 * weight[:, None]
+    linear *= weight[:, None]
+    return square, linear
+
+
+def _symmetric_game(leaf, target, weight, base, tree_mean, tree_output):
+    """Half the squared-error games of the symmetric mode, per output (Brier: per class)."""
+    square = np.empty(leaf.shape)
+    linear = np.empty(leaf.shape)
+    for c in range(len(base)):
+        trees = np.flatnonzero(tree_output == c)
+        if len(trees) == 0:
+            continue
+        a, b = squared_error_game(leaf[:, trees], target[:, c], weight, float(base[c]),
+                                  tree_mean[trees], True)
+        square[:, trees], linear[:, trees] = a / 2.0, b / 2.0
+    return square, linear
+
+
+@dataclass
+class _BlockWork:
+    """The per-block work of :func:`r2_decomposition` and the step from its merged
+    statistics to the result.
+
+    A block of rows gives *unscaled* statistics (the per-row terms before the
+    division by -L0, which needs every row), which add up over blocks (sums)
+    or merge exactly (:class:`~.._numerics.Moments`); :meth:`finalize` divides
+    by L0 once. The executors run :meth:`block` over fixed blocks of rows (in
+    memory, and inside each dask partition) and merge in block order; the
+    public function chooses the algorithm and the block size
+    (``decomposition._choose``).
+    """
+
+    ensemble: object  # the model's TreeEnsemble (to check the rows of a block)
+    loss: object
+    work: object  # the ensemble of the games (vector leaves split, rescaled)
+    symmetric: bool
+    algorithm: str = None
+    n_permutations: int = None
+    terms_of: R2Terms = None
+    chunk_rows: int = None
+    seconds: float = None
+    n_threads: int = None
+    tree_mean: object = None  # each tree's cover-weighted mean (computed once)
+
+    @classmethod
+    def of(cls, ensemble, loss, scale):
+        work, symmetric = _game_ensemble(ensemble, loss, scale)
+        return cls(ensemble, loss, work, symmetric)
+
+    def block(self, X_chunk, target, weight, ids, first=0, subset=False, with_loss=True):
+        """The per-row terms of a block of checked rows and its statistics.
+
+        ``ids`` index the block's rows in ``target`` and ``weight``; ``first``
+        is the first row of ``target`` in the whole data (the sampled
+        algorithm seeds each row by its index). Returns ``(terms, statistics)``
+        with statistics that add up / merge over blocks: ``sums`` (per-feature
+        sums of the raw terms), ``terms`` (their Moments over the rows of
+        positive weight; all rows of a random subset, ``subset=True``),
+        ``mc_variance`` (sampled algorithm: sums of the rows' Monte Carlo
+        variances) and ``loss`` (sum of w l(y, f(x)) over the block's rows,
+        0 unless ``with_loss``).
+        """
+        work, n_threads, n_features = self.work, self.n_threads, self.ensemble.n_features
+        base = np.asarray(work.base_value, dtype=np.float64)
+        if self.tree_mean is None:
+            self.tree_mean = np.ascontiguousarray(
+                _predict.node_means(work)[work.tree_start[:-1], 0])
+        tree_mean = self.tree_mean
+        leaf = _predict.leaf_values(work, X_chunk, n_threads)
+        with np.errstate(all="ignore"):
+            if self.symmetric:
+                square_coef, linear_coef = _symmetric_game(
+                    leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
+            else:
+                square_coef, linear_coef = second_order_game(
+                    leaf, self.loss, target[ids], weight[ids], base, work.tree_output)
+        terms, variance = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
+        loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
+        # rows of zero weight are absent from the data, also for the standard
+        # error; a random subset estimates a sum over all rows, zeros included
+        return terms, {
+            "sums": terms.sum(axis=0),
+            "terms": Moments.of(terms if subset else terms[weight[ids] > 0]),
+            "mc_variance": (np.zeros(n_features) if variance is None
+                            else variance.sum(axis=0)),
+            "loss": loss_sum}
+
+    def empty_statistics(self):
+        """The statistics of no row (the identity of the merge)."""
+        n_features = self.ensemble.n_features
+        return {"sums": np.zeros(n_features), "terms": Moments.of(np.zeros((0, n_features))),
+                "mc_variance": np.zeros(n_features), "loss": 0.0}
+
+    def _loss(self, X_chunk, target, weight):
+        prediction = _predict.predict_raw(self.work, X_chunk, self.n_threads)
+        with np.errstate(all="ignore"):
+            return float(np.sum(weight * self.loss.loss(target, prediction)))
+
+    def finalize(self, statistics, total, *, n_rows, n_used, names, local=None):
+        """The R2Decomposition from the merged statistics of every block and L0."""
+        n_features = self.ensemble.n_features
+        terms = statistics["terms"]
+        count = terms.weight
+        # R2_j = -(1/L0) sum_i terms_ij; a random subset: n / n_used times its sum is
+        # unbiased for the sum over all rows
+        scale = -n_rows / n_used / total
+        sums = statistics["sums"] * scale
+        std_errors = (np.sqrt(count * terms.m2 / (count - 1)) * abs(scale) if count > 1
+                      else np.full(n_features, np.nan))
+        mc_std_errors = None
+        if self.algorithm == "sampled":
+            mc_std_errors = (np.sqrt(statistics["mc_variance"]) * abs(scale)
+                             if self.n_permutations > 1 else np.full(n_features, np.nan))
+        if local is not None:
+            local /= -total
+        with np.errstate(all="ignore"):
+            r2 = 1.0 - statistics["loss"] / total
+        if not (np.isfinite(r2) and np.all(np.isfinite(sums))):
+            raise FloatingPointError(
+                f"The {self.loss.score} decomposition of {self.ensemble.model_type} is not "
+                "finite: the margins, targets or leaf values overflow in double precision "
+                "(e.g. exp of a huge margin); rescale y or check the model's predictions."
+            )
+        if names is None:
+            names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
+        return R2Decomposition(
+            importances=sums, std_errors=std_errors, r2=r2,
+            r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+            mode="symmetric" if self.symmetric else "sequential", n_rows=n_rows, local=local,
+            model_name=self.ensemble.model_type or None, algorithm=self.algorithm,
+            mc_std_errors=mc_std_errors, n_rows_sampled=None if n_used == n_rows else n_used,
+            score=self.loss.score, power=self.loss.power,
+        )
+
+
+def _subsample_rows(n_rows, max_samples, random):
+    """Sorted indices of a uniform random subset of rows, or None for all rows."""
+    if max_samples is None:
+        return None
+    if isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Real):
+        raise ValueError(f"max_samples must be None, an int or a float, got {max_samples!r}.")
+    if isinstance(max_samples, numbers.Integral):
+        if max_samples < 2:
+            raise ValueError(f"max_samples must be >= 2 rows, got {max_samples}.")
+        n_used = int(max_samples)
+    else:
+        if not 0 < max_samples <= 1:
+            raise ValueError(f"a float max_samples is a fraction in (0, 1], got {max_samples}.")
+        n_used = max(2, int(round(max_samples * n_rows)))
+    if n_used >= n_rows:
+        return None
+    return np.sort(random.choice(n_rows, n_used, replace=False))
+
+
+# Statistics of the target alone (the first pass over a dask collection)
+
+
+def _column(values):
+    """An in-memory block of y or sample_weight (ndarray, pandas Series / frame) as an array."""
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+
+
+def _is_regression(loss):
+    return isinstance(loss, SquaredError) and loss.classes is None
+
+
+def _block_target(loss, ensemble, y, n_rows, scale):
+    """The target columns of a block, as the in-memory call computes them for all rows."""
+    if _is_regression(loss):
+        return (_regression_target(y, n_rows) / scale)[:, None]
+    return loss.target(y, n_rows, ensemble)
+
+
+def _block_weight(weight, n_rows, what):
+    if weight is None:
+        return np.ones(n_rows)
+    weight = np.asarray(_column(weight), dtype=np.float64).reshape(-1)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"sample_weight has {weight.shape[0]} rows in a partition where "
+                         f"{what} has {n_rows}: give sample_weight the same row blocks "
+                         "(partitions) as X.")
+    # a partition may have only zero weights; all rows' weights are checked at the end
+    return check_row_weights(weight, n_rows, some_positive=False)
+
+
+def _target_statistics(y, index, weight=None, *, payload):
+    """First pass, over y (and the weights) only: what L0 and the rescaling need."""
+    loss, ensemble, n_blocks = payload
+    y = _column(y)
+    n_rows = len(y)
+    target = _block_target(loss, ensemble, y, n_rows, 1.0)
+    weight = _block_weight(weight, n_rows, "y")
+    lengths = np.zeros(n_blocks, dtype=np.int64)
+    lengths[index] = n_rows
+    return {"lengths": lengths,
+            "largest_target": Extremes.of(np.abs(target)),
+            "largest_weight": Extremes.of(weight),
+            # a target constant over the rows that count makes the score undefined
+            "counted_target": Extremes.of(target[weight > 0]),
+            "target": Moments.of(target, weight)}

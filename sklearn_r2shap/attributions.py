@@ -1,0 +1,347 @@
+"""Per-row attributions of tree models: SHAP, Saabas, Banzhaf, Beta Shapley.
+
+Every function returns the attributions of the path-dependent game
+(documentation page "Local attributions") as a float64 array of shape
+``(n_rows, n_features + 1)``, the last column the expected value
+``v_x(empty)`` with the model's base value included, or
+``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
+(multiclass). Values are in the model's raw (margin) space. A dask array or
+dask DataFrame of rows gives a lazy dask array of the same row blocks.
+
+Each function validates its arguments, converts the model once and hands a
+block function of :mod:`._games.semivalues` to an executor
+(:mod:`._execution.local`: fixed blocks of rows; :mod:`._execution.dask`:
+partitions), which checks the rows and runs it.
+
+Layer: public functions. Imports the layers below (ground floor, ``_model``,
+``_games``, ``_execution``); never an estimator.
+"""
+import numpy as np
+
+from ._errors import UnsupportedModelError
+from ._execution import dask as _dask
+from ._execution import local as _local
+from ._execution.cost import semivalue_seconds
+from ._games import semivalues as _games
+from ._model import to_ensemble
+from ._numerics import beta_quadrature
+from ._validation import n_rows_features, resolve_n_jobs
+
+__all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
+           "probabilistic_values"]
+
+
+def _check_beta_parameter(name, value):
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def _explained(model):
+    """The model's ensemble, refusing linear leaves (see piecewise.py)."""
+    ensemble = to_ensemble(model)
+    if ensemble.has_linear_leaves:
+        raise UnsupportedModelError(
+            f"{ensemble.model_type} has linear leaves (linear_tree=True); use "
+            "PiecewiseLinearExplainer to explain it."
+        )
+    return ensemble
+
+
+def _output_shape(ensemble, width):
+    return (width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width)
+
+
+def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seconds_per_row=0.0,
+               **kwargs):
+    """``function(ensemble, rows, n_threads=..., **kwargs)`` (a block function of
+    the games layer) over X: a dask collection's partitions, or fixed blocks of
+    rows of about :data:`~._execution.local.BLOCK_SECONDS` of one thread's work
+    (by the model's cost per row, never the thread count) with progress."""
+    if _dask.is_dask_collection(X):
+        return _dask.map_checked_rows(function, ensemble, X,
+                                      trailing_shape=_output_shape(ensemble, width),
+                                      n_jobs=n_jobs, **kwargs)
+    n_threads = resolve_n_jobs(n_jobs)
+    n_rows = n_rows_features(X)[0]
+    estimate = seconds_per_row * n_rows / max(1, min(n_threads, n_rows))
+    progress = _local.Progress(n_rows, verbose, desc, estimate)
+    return _local.map_blocks(function, ensemble, X, block_rows=_local.block_rows_for(
+        seconds_per_row), progress=progress, n_threads=n_threads, **kwargs)
+
+
+def _semivalues(model, X, points_of, n_jobs, verbose, desc):
+    """Quadrature semivalues (points and weights of the ensemble's rule) of every row."""
+    ensemble = _explained(model)
+    verbose = _local.check_verbose(verbose)
+    points, weights = points_of(ensemble)
+    return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
+                      width=ensemble.n_features + 1, verbose=verbose, desc=desc,
+                      seconds_per_row=semivalue_seconds(ensemble, len(points)),
+                      points=np.ascontiguousarray(points, dtype=np.float64),
+                      weights=np.ascontiguousarray(weights, dtype=np.float64))
+
+
+def expected_value(model):
+    """v_x(empty): the base value plus each tree's cover-weighted mean, per output."""
+    return _games.expected_values(to_ensemble(model))
+
+
+def shap_values(model, X, *, n_jobs=None, verbose="auto"):
+    """Exact path-dependent SHAP values (TreeSHAP's game) of every row.
+
+    Parameters
+    ----------
+    model : fitted tree model
+        scikit-learn tree, forest or gradient boosting model, XGBoost,
+        LightGBM or CatBoost model.
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        Rows to explain. NaN is allowed where the model accepts it.
+    n_jobs : int, default=None
+        Threads; None uses all cores. The values do not depend on it (bit
+        for bit).
+    verbose : "auto" or int, default="auto"
+        Progress with the estimated time left (a tqdm bar where tqdm is
+        installed, else lines on stderr): "auto" shows it when the work is
+        estimated to take more than about 10 seconds, 0 never, 1 always.
+        Not for a dask X (use dask's dashboard).
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        Shapley values, the expected value last; a row sums to the model's
+        raw prediction.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import shap_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    >>> phi = shap_values(model, X[:5])
+    >>> phi.shape
+    (5, 11)
+    >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
+    True
+    """
+    return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
+
+
+def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None, verbose="auto"):
+    """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
+
+    The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
+    (documentation page "Local attributions"): (1, 1) is Shapley, (16, 1) weights small
+    coalitions, (1, 16) large ones. Computed by TreeGrad-Shap: Gauss quadrature
+    of the multilinear extension's gradient against the Beta density, stable
+    at any depth; the cost does not depend on ``alpha`` and ``beta``.
+
+    Parameters
+    ----------
+    model : fitted tree model
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    alpha, beta : int >= 1, default=1
+    n_jobs : int, default=None
+    verbose : "auto" or int, default="auto"
+        As in :func:`shap_values`.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        The values, the expected value ``v_x(empty)`` last.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn_r2shap import beta_shapley_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(X, y)
+    >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
+    (3, 11)
+    """
+    alpha = _check_beta_parameter("alpha", alpha)
+    beta = _check_beta_parameter("beta", beta)
+    desc = "SHAP values" if alpha == beta == 1 else f"Beta({alpha}, {beta}) Shapley values"
+    return _semivalues(model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1),
+                       n_jobs, verbose, desc)
+
+
+def banzhaf_values(model, X, *, q=0.5, n_jobs=None, verbose="auto"):
+    """Exact weighted Banzhaf values ``grad F(q 1)`` of the path-dependent game.
+
+    Weights ``w(s) = q^s (1 - q)^(n - 1 - s)``; ``q = 0.5`` is the Banzhaf value.
+
+    Parameters
+    ----------
+    model : fitted tree model
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    q : float in (0, 1), default=0.5
+    n_jobs : int, default=None
+    verbose : "auto" or int, default="auto"
+        As in :func:`shap_values`.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        The values, the expected value ``v_x(empty)`` last (Banzhaf values
+        need not add up to the prediction).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import banzhaf_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, y)
+    >>> banzhaf_values(model, X[:2], q=0.2).shape
+    (2, 11)
+    """
+    q = float(q)
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    return _semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs, verbose,
+                       "Banzhaf values")
+
+
+def saabas_values(model, X, *, n_jobs=None):
+    """Saabas path contributions (XGBoost's ``approx_contribs``).
+
+    Along the row's decision path, the change of the node's cover-weighted
+    mean is credited to the node's split feature.
+
+    Parameters
+    ----------
+    model : fitted tree model
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    n_jobs : int, default=None
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        Contributions, the expected value last; a row sums to the raw prediction.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import saabas_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
+    True
+    """
+    ensemble = _explained(model)
+    return _over_rows(_games.saabas, ensemble, X, n_jobs=n_jobs, width=ensemble.n_features + 1)
+
+
+def predict_raw(model, X, *, n_jobs=None):
+    """The ensemble's raw (margin) prediction, shape (n_rows, n_outputs).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn_r2shap import predict_raw
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
+    True
+    """
+    ensemble = _explained(model)
+    if _dask.is_dask_collection(X):
+        return _dask.map_checked_rows(_games.predict_raw, ensemble, X,
+                                      trailing_shape=(ensemble.n_outputs,), n_jobs=n_jobs)
+    return _over_rows(_games.predict_raw, ensemble, X, n_jobs=n_jobs, width=None)
+
+
+def probabilistic_values(model, X, weights, *, n_jobs=None):
+    """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
+
+    ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
+    with n = ``n_features`` players (page "Local attributions"); ``weights[s]``
+    weighs every coalition of size s. Shapley: ``s! (n-1-s)! / n!``; weighted
+    Banzhaf: ``q^s (1-q)^(n-1-s)``. The weights make a probabilistic value
+    when ``sum_s C(n-1, s) weights[s] = 1``; other scalings scale the result.
+
+    TreeProb (treegrad-ranker, Algorithm 4) encodes each tree's polynomials by
+    their values at the M-th roots of unity, ``M = min(tree depth, n_features)``.
+    That encoding alone is not stable: padding every leaf's polynomial to
+    degree M multiplies rounding errors by about ``2^M / M`` (measured on deep
+    caterpillar trees: relative errors ~2e-12 at M = 20, ~5e-9 at M = 30,
+    ~4e-3 at M = 50, 0.1-14 at M = 60-64). So it is used only for trees with
+    ``M <= 24``. Deeper trees go to the quadrature kernel of
+    :func:`beta_shapley_values` with a rule built for the weights:
+    ``phi_i = L(d_i F_x(t 1))`` for the linear functional L with
+    ``L(t^s (1-t)^(n-1-s)) = weights[s]``, and interpolatory quadrature on
+    ``P`` Gauss-Legendre nodes (P the most distinct features on a path)
+    reproduces L on the gradient exactly; its coefficients are computed in
+    exact rational arithmetic. This is accurate to ~1e-14 at any depth as long
+    as the rule's coefficients do not alternate wildly (their absolute sum at
+    most 1e4 times their sum; true of Shapley, Beta Shapley, Banzhaf and
+    smooth weight vectors with up to ~64 distinct features on a path: beyond
+    that the rounding of the float weights themselves, magnified about
+    ``2^P``-fold, can make even Shapley's rule alternate, while exact powers
+    of two such as the Banzhaf weights stay fine). When they do and a tree
+    needs ``M > 30`` roots, an
+    :class:`UnsupportedModelError` is raised rather than returning inaccurate
+    values; between 25 and 30 roots TreeProb is used (errors up to ~1e-8).
+
+    Parameters
+    ----------
+    model : fitted tree model
+        scikit-learn tree, forest or gradient boosting model, XGBoost,
+        LightGBM or CatBoost model.
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+        Rows to explain.
+    weights : array-like of shape (n_features,)
+        Non-negative weight of a coalition of each size s = 0..n_features-1.
+    n_jobs : int, default=None
+        Threads; None uses all cores.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
+        The values, the expected value ``v_x(empty)`` last.
+
+    Raises
+    ------
+    UnsupportedModelError
+        If a tree needs more than 30 roots of unity and the quadrature rule of
+        the weights amplifies rounding errors more than 1e4-fold.
+
+    See Also
+    --------
+    beta_shapley_values, banzhaf_values : the numerically stable special cases.
+
+    Examples
+    --------
+    >>> from math import comb
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import shap_values
+    >>> from sklearn_r2shap.attributions import probabilistic_values
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> n = X.shape[1]
+    >>> shapley = [1 / (n * comb(n - 1, s)) for s in range(n)]
+    >>> phi = probabilistic_values(model, X[:3], shapley)
+    >>> phi.shape
+    (3, 11)
+    >>> bool(np.allclose(phi, shap_values(model, X[:3])))
+    True
+    """
+    ensemble = _explained(model)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (ensemble.n_features,):
+        raise ValueError(
+            f"weights must have one entry per coalition size 0..{ensemble.n_features - 1}, "
+            f"shape ({ensemble.n_features},); got shape {weights.shape}."
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("weights must be finite and non-negative.")
+    return _over_rows(_games.treeprob_values, ensemble, X, n_jobs=n_jobs,
+                      width=ensemble.n_features + 1, weights=weights)
+
+

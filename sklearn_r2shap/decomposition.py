@@ -1,0 +1,397 @@
+"""The public function :func:`r2_decomposition`: Shapley decomposition of R^2 or D^2.
+
+:func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
+on data (X, y): the Shapley value, over features, of the explained sum of
+squares; for classifiers and models with a link, the shares of D^2 (Brier,
+log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
+
+It validates its arguments once, converts the model once, chooses the
+algorithm and the block size from the cost estimate, and hands the game's
+block function (:class:`._games.r2._BlockWork`) to an executor: the local
+one (:mod:`._execution.local`: fixed blocks of rows, merged in order) or, for
+a dask X, two tree-reduced passes over the partitions (:mod:`._execution.dask`).
+
+Layer: public functions. Imports the layers below; never an estimator.
+"""
+from dataclasses import replace
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._execution import dask as _dask
+from ._execution import local as _local
+from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
+from ._execution.cost import ensemble_cost, per_row_seconds
+from ._games import r2 as _r2
+from ._kernels import _qshap_sampled
+from ._model import to_ensemble
+from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
+from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
+from ._validation import column_names, n_rows_features, resolve_n_jobs
+
+__all__ = ["r2_decomposition", "R2Decomposition"]
+
+
+def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
+                     verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                     n_permutations=2, max_samples=None, random_state=None):
+    """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
+
+    For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
+    with v_S the path-dependent value function and Q0 = sum_i (y_i - ybar)^2;
+    boosted ensembles are decomposed tree by tree against the residuals of
+    the trees before (starting from the model's own initial prediction, with
+    exactly the trees the model predicts with); averaging ensembles (random
+    forests) use the order-free symmetric decomposition. The definitions
+    and derivations are on the documentation page "Shapley decomposition
+    of R^2".
+
+    Classifiers and models with a link split D^2 = 1 - L(model) / L0
+    (documentation page "D^2 decomposition"):
+
+    * scikit-learn tree and forest classifiers (class probabilities averaged
+      over trees): the Brier score, exactly, one squared game per class
+      (``score="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
+    * boosted models with a link (binary and multiclass log-loss, Poisson,
+      Gamma, Tweedie): tree by tree in the model's order, the second-order
+      game S -> g_ik m_k,S(x_i) + h_ik m_k,S(x_i)^2 / 2 with g, h the
+      derivatives of the loss at the margins before tree k:
+      R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
+      remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
+      ``"d2_tweedie"``).
+
+    The exact algorithm costs, per row and tree, about the square of the
+    number of leaves. For models where that is out of reach (deep forests),
+    the sampled algorithm estimates the same R2_j without bias by random
+    feature orders; its standard errors include the Monte Carlo noise.
+
+    Parameters
+    ----------
+    model : fitted tree model
+        A scikit-learn tree / forest / (Hist)GradientBoosting, XGBoost,
+        LightGBM or CatBoost model fitted with the squared error, a
+        scikit-learn tree or forest classifier, or a boosted model fitted
+        with the log-loss, Poisson, Gamma or Tweedie loss.
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        A dask collection is decomposed on its workers, partition by
+        partition (see Notes); the result is computed at once.
+    y : array-like of shape (n_rows,)
+        Targets; class labels (as in ``model.classes_``) for classifiers.
+        With a dask X: a dask Array or Series of the same row blocks (a
+        dask array of other chunks is rechunked to X's), or an in-memory
+        array, which is split to X's partitions.
+    sample_weight : array-like of shape (n_rows,), optional
+        Weights of the rows in every sum and mean (e.g. class weights); with
+        a dask X, as ``y``.
+    return_local : bool, default=False
+        Keep the (n_rows, n_features) per-row terms in ``.local``. Not with
+        a dask X (raises ValueError).
+    n_jobs : int, default=None
+        Threads (None: all cores). With a dask X: OpenMP threads per task
+        (None: one, as dask runs a task per worker thread). The result does
+        not depend on it (bit for bit): the rows are split into blocks by
+        the model's cost per row alone and the blocks' sums are added in
+        their order.
+    verbose : "auto" or int, default="auto"
+        Progress with the estimated time left (a tqdm bar where tqdm is
+        installed, else lines on stderr): "auto" shows it when the work is
+        estimated to take more than about 10 seconds (:func:`estimate_cost`),
+        0 never, 1 always. No progress is shown for a dask X (use dask's
+        dashboard).
+    algorithm : {"auto", "exact", "sampled"}, default="auto"
+        "exact": exact Shapley values. "sampled": unbiased Monte Carlo
+        estimates (antithetic pairs of random feature orders per row and
+        tree, with the exact Shapley values of the trees as control
+        variate). "auto": "exact" when :func:`estimate_cost` expects it to
+        take at most ``exact_budget`` seconds, else "sampled" with a
+        :class:`SampledAlgorithmWarning`. ``result.algorithm`` says which ran.
+    exact_budget : float, default=120.0
+        Seconds the exact algorithm may be expected to take under
+        ``algorithm="auto"``.
+    n_permutations : int, default=2
+        Sampled algorithm: antithetic pairs of feature orders per row and
+        tree (cost grows slowly with it). With 2 or more, ``mc_std_errors``
+        reports the Monte Carlo part of the error.
+    max_samples : int or float, default=None
+        Decompose a random subset of rows: an int is a number of rows, a
+        float in (0, 1] a fraction of them. The result then estimates the
+        R2_j of all the rows (the subset's sums scaled by n_rows / n_sampled,
+        Q0 and ``r2`` from all rows), and its standard errors include the
+        subsampling. On dask, the same rows (by global index) as in memory.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the row subset and the sampled algorithm's feature orders
+        (each row's orders depend only on the seed and the row's index, not
+        on chunks or threads).
+
+    Returns
+    -------
+    R2Decomposition
+        ``score`` names the score that ``r2`` holds and ``importances``
+        split; ``importances.sum() + r2_unattributed == r2``.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For losses without a second derivative (absolute error, quantile,
+        Huber), other objectives, averaging ensembles with a link, linear
+        leaves, and multi-output models.
+
+    See Also
+    --------
+    estimate_cost : the cost of both algorithms before running either.
+
+    Notes
+    -----
+    On a dask X, two passes run on the workers: one over y and the weights
+    only (row counts, the largest absolute y and weight, and the weighted mean of
+    the target that L0 needs), then one over the partitions of (X, y,
+    weights), the model shipped once, each partition giving the sums and
+    the means and squared deviations of its per-row terms, the loss sums
+    and L0's part; these are merged by a tree reduction and the client
+    finalizes them as the in-memory call does. The result equals the
+    in-memory one to rounding, also for ``algorithm="sampled"`` (each row's
+    feature orders depend on its global index) and ``max_samples``.
+    ``algorithm="auto"`` estimates the cost of all rows on ``n_jobs`` threads
+    of the client's machine (None: all its cores).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn.metrics import r2_score
+    >>> from sklearn_r2shap import r2_decomposition
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    >>> result = r2_decomposition(model, X, y)
+    >>> result.algorithm
+    'exact'
+    >>> bool(np.isclose(result.importances.sum(), r2_score(y, model.predict(X))))
+    True
+    >>> abs(result.r2_unattributed) < 1e-10
+    True
+    >>> sampled = r2_decomposition(model, X, y, algorithm="sampled", random_state=0)
+    >>> sampled.algorithm
+    'sampled'
+    >>> bool(np.all(np.abs(sampled.importances - result.importances)
+    ...             <= 4 * sampled.mc_std_errors + 1e-12))
+    True
+
+    A classifier's log-loss D^2:
+
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
+    >>> from sklearn.metrics import d2_log_loss_score
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    >>> result = r2_decomposition(model, X, y)
+    >>> result.score
+    'd2_log_loss'
+    >>> bool(np.isclose(result.r2, d2_log_loss_score(y, model.predict_proba(X))))
+    True
+    >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
+    True
+    """
+    verbose = _local.check_verbose(verbose)
+    ensemble = to_ensemble(model)
+    loss = loss_of(ensemble)
+    if _dask.is_dask_collection(X):
+        return _dask_r2_decomposition(
+            ensemble, loss, X, y, sample_weight=sample_weight, return_local=return_local,
+            n_jobs=n_jobs, algorithm=algorithm, exact_budget=exact_budget,
+            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
+    # the user's column names (LightGBM stores them with spaces replaced)
+    names = column_names(X)
+    if names is None:
+        names = ensemble.feature_names
+    n_rows, n_features = n_rows_features(X)
+    X = _local.prepare_rows(ensemble, X)  # checked once; a sparse X block by block
+    scale = 1.0
+    if isinstance(loss, SquaredError) and loss.classes is None:
+        y, weight, scale = check_target(y, n_rows, sample_weight)
+        target = (y / scale)[:, None]
+    else:
+        weight = check_weights(sample_weight, n_rows)
+        target = loss.target(y, n_rows, ensemble)
+    plan = _r2._BlockWork.of(ensemble, loss, scale)
+    with np.errstate(all="ignore"):
+        total = loss.null_loss(target, weight)
+    if not total > 0:
+        raise undefined_score_error(loss)
+    rows = _choose(plan, n_rows, n_jobs, None, algorithm, exact_budget, n_permutations,
+                   max_samples, random_state)
+    if rows is not None and return_local:
+        raise ValueError("return_local=True needs every row: it cannot be combined with "
+                         "max_samples.")
+    n_used = n_rows if rows is None else len(rows)
+    local = np.empty((n_rows, n_features)) if return_local else None
+    progress = _local.Progress(n_used, verbose, f"R^2 decomposition ({plan.algorithm})",
+                               plan.seconds)
+    try:
+        statistics = _statistics(plan, X, target, weight, rows=rows, local=local,
+                                 progress=progress)
+    finally:
+        progress.close()
+    return plan.finalize(statistics, total, n_rows=n_rows, n_used=n_used, names=names,
+                         local=local)
+
+
+def _choose(plan, n_rows, n_jobs, block_threads, algorithm, exact_budget, n_permutations,
+            max_samples, random_state):
+    """Draw the row subset (or None), then choose the algorithm for the rows used
+    (cost on ``n_jobs`` threads) and the rows per block (by the cost per row
+    alone, never the threads); tasks run on ``block_threads`` (None: n_jobs).
+    Sets the plan's algorithm, terms, estimate and block size."""
+    n_threads = resolve_n_jobs(n_jobs)
+    plan.n_threads = n_threads if block_threads is None else resolve_n_jobs(block_threads)
+    plan.n_permutations = check_n_permutations(n_permutations)
+    # the kernels add every tree to one output: the games already carry the class
+    single = replace(plan.work, tree_output=np.zeros(plan.work.n_trees, dtype=np.int64))
+    # draws only when something is random (random_state=None uses numpy's global state)
+    random = check_random_state(random_state)
+    rows = _r2._subsample_rows(n_rows, max_samples, random)
+    n_used = n_rows if rows is None else len(rows)
+    slots = _qshap_sampled.tree_slots(single)
+    cost = ensemble_cost(single, n_used, n_threads, plan.n_permutations, slots)
+    plan.algorithm = choose_algorithm(algorithm, cost, exact_budget)
+    seed = int(random.randint(np.iinfo(np.int64).max)) if plan.algorithm == "sampled" else 0
+    plan.terms_of = _r2.R2Terms(single, plan.algorithm, plan.n_threads, plan.n_permutations,
+                            seed, slots)
+    plan.seconds = cost.exact_seconds if plan.algorithm == "exact" else cost.sampled_seconds
+    # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
+    exact_row, sampled_row, _, _ = per_row_seconds(single, slots, plan.n_permutations)
+    plan.chunk_rows = _local.block_rows_for(exact_row if plan.algorithm == "exact"
+                                            else sampled_row)
+    if plan.algorithm == "exact":
+        # the kernel tabulates each tree once per call: a few rows' worth of work
+        plan.chunk_rows = max(plan.chunk_rows, _r2._EXACT_MIN_CHUNK_ROWS)
+    plan.chunk_rows = min(plan.chunk_rows, _r2._chunk_rows(plan.work.n_trees))
+    if plan.algorithm == "sampled":
+        plan.chunk_rows = min(plan.chunk_rows, max(
+            16, (1 << 22) // (plan.n_permutations * plan.ensemble.n_features)))
+    return rows
+
+
+def _statistics(plan, X, target, weight, first=0, rows=None, null_mean=None, local=None,
+                progress=None):
+    """Statistics of rows X (in memory, or one dask partition): ``plan.block`` run
+    by the local executor over fixed blocks of rows, merged in block order.
+
+    ``first`` is X's first row in the whole data, ``rows`` X's rows in the
+    random subset (``max_samples``; indices into X), or None for all. Keys as
+    :meth:`_BlockWork.block`, with ``loss`` over every row of X (also with
+    ``max_samples``) and ``null`` (L0's sum over X with the best constant
+    ``null_mean`` of all rows, when given).
+    """
+    statistics = plan.empty_statistics()
+    null_sum = 0.0
+    if null_mean is not None:
+        with np.errstate(all="ignore"):
+            null_sum = plan.loss.null_sum(target, weight, null_mean)
+    if len(target) > 0:
+        def one(start, stop, X_chunk):
+            ids = np.arange(start, stop) if rows is None else rows[start:stop]
+            terms, block = plan.block(X_chunk, target, weight, ids, first,
+                                      subset=rows is not None, with_loss=rows is None)
+            if local is not None:
+                local[start:stop] = terms
+            return block
+
+        merged = _local.reduce_blocks(one, plan.ensemble, X, block_rows=plan.chunk_rows,
+                                      rows=rows, progress=progress)
+        if merged is not None:
+            statistics = merged
+        if rows is not None:  # the model's loss is over every row, also with max_samples
+            statistics["loss"] = _local.reduce_blocks(
+                lambda start, stop, block: {"loss": plan._loss(
+                    block, target[start:stop], weight[start:stop])},
+                plan.ensemble, X, block_rows=_r2._CHUNK_ROWS)["loss"]
+    statistics["null"] = null_sum
+    return statistics
+
+
+def _r2_block(X, y, where, weight=None, *, payload):
+    """Second pass: one partition's statistics of the decomposition (``_BlockWork``)."""
+    plan, scale, weight_scale, null_mean = payload
+    first, rows = where
+    y = _r2._column(y)
+    n_rows = X.shape[0]
+    if len(y) != n_rows:
+        raise ValueError(f"y has {len(y)} rows in a partition where X has {n_rows}: give y "
+                         "(and sample_weight) the same row blocks (partitions) as X, e.g. a "
+                         "column of the same dask DataFrame, or y.rechunk(X.chunks[0]).")
+    target = _r2._block_target(plan.loss, plan.ensemble, y, n_rows, scale)
+    weight = _r2._block_weight(weight, n_rows, "X") / weight_scale
+    return _statistics(plan, X, target, weight, first=first, rows=rows, null_mean=null_mean)
+
+
+def _dask_r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local, n_jobs,
+                           algorithm, exact_budget, n_permutations, max_samples, random_state):
+    """:func:`r2_decomposition` of a dask collection: two passes, tree-reduced.
+
+    Pass 1 reads y and the weights only (row counts per partition, the
+    largest |y| and weight -- the power-of-two rescalings -- and the
+    weighted mean of the target, L0's best constant). Pass 2 maps the
+    in-memory per-block statistics over the partitions of (X, y, weights),
+    with the model shipped once, and merges them by a tree reduction; the
+    client finalizes as the in-memory call does.
+    """
+    if return_local:
+        raise ValueError(
+            "return_local=True is not supported for a dask X: the per-row terms need L0, "
+            "known only after a pass over every row. Compute the R2_j on dask, and the "
+            "per-row terms of the rows you need in memory (X.compute() of a sample).")
+    if y is None:
+        raise ValueError("r2_decomposition requires y, but y is None.")
+    # refuse what the in-memory call refuses, before any pass
+    _r2._BlockWork.of(ensemble, loss, 1.0)
+    _dask.check_rows_lazily(ensemble, X)
+    names = _dask.column_names(X)
+    if names is None:
+        names = ensemble.feature_names
+    X = _dask.whole_rows(X)  # a task needs whole rows
+
+    lengths_of_X = []
+
+    def lengths():  # partition lengths of X (computed once, only when needed)
+        if not lengths_of_X:
+            lengths_of_X.extend(_dask.partition_lengths(X))
+        return lengths_of_X
+
+    y = _dask.aligned_column(y, X, "y", lengths)
+    columns = [y, list(range(_dask.n_blocks(X)))]
+    if sample_weight is not None:
+        columns.append(_dask.aligned_column(sample_weight, X, "sample_weight", lengths))
+    first = _dask.reduce_statistics(_r2._target_statistics, *columns,
+                                    payload=(loss, ensemble, _dask.n_blocks(X))).compute()
+    n_rows = int(first["lengths"].sum())
+    check_n_rows(n_rows)
+    scale_w = 1.0
+    if sample_weight is not None:
+        if not first["largest_weight"].high > 0:
+            raise ValueError("sample_weight is zero for every row: no row counts.")
+        scale_w = weight_scale(first["largest_weight"].high)
+    counted = first["counted_target"]
+    if np.all(counted.low == counted.high):
+        raise undefined_score_error(loss)
+    scale = target_scale(float(np.max(first["largest_target"].high))) if _r2._is_regression(
+        loss) else 1.0
+    null_mean = first["target"].mean / scale
+
+    plan = _r2._BlockWork.of(ensemble, loss, scale)
+    rows = _choose(plan, n_rows, n_jobs, _dask.block_threads(n_jobs), algorithm, exact_budget,
+                   n_permutations, max_samples, random_state)
+    starts = np.concatenate(([0], np.cumsum(first["lengths"])[:-1]))
+    where = []
+    for start, n in zip(starts.tolist(), first["lengths"].tolist()):
+        mine = None if rows is None else (
+            rows[(rows >= start) & (rows < start + n)] - start)
+        where.append((start, mine))
+    blocks = [X, y, where] + columns[2:]
+    merged = _dask.reduce_statistics(
+        _r2_block, *blocks,
+        payload=_dask.shipped_once((plan, scale, scale_w, null_mean))).compute()
+    total = merged["null"]
+    if not total > 0:
+        raise undefined_score_error(loss)
+    n_used = n_rows if rows is None else len(rows)
+    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=names)
