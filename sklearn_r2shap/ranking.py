@@ -516,7 +516,9 @@ class TreeGradRanker(BaseTreeSelector):
         kind : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
             Shapley values, Banzhaf values, weighted Banzhaf values with
             parameter ``q`` or Beta Shapley values with parameters
-            ``(alpha, beta)`` (:mod:`sklearn_r2shap.explain`).
+            ``(alpha, beta)`` (:func:`~sklearn_r2shap.shap_values`,
+            :func:`~sklearn_r2shap.banzhaf_values`,
+            :func:`~sklearn_r2shap.beta_shapley_values`).
         q : float in (0, 1), default=0.5
             Only for ``kind="weighted_banzhaf"``.
         alpha, beta : int >= 1, default=1
@@ -526,7 +528,7 @@ class TreeGradRanker(BaseTreeSelector):
         -------
         ndarray of shape (n_samples, n_features)
             The values, without the expected-value column of the functions
-            in :mod:`sklearn_r2shap.explain`, comparable with :meth:`scores`.
+            of the local attributions, comparable with :meth:`scores`.
         """
         if not isinstance(kind, str) or kind not in _VALUE_KINDS:
             raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")

@@ -242,8 +242,13 @@ def blocks(request, monkeypatch):
     """The block policy as shipped, and blocks of a few hundred rows (several
     blocks whatever the machine)."""
     if request.param == "small-blocks":
-        monkeypatch.setattr(_local, "BLOCK_SECONDS", 2e-4)
+        _small_blocks(monkeypatch)
     return request.param
+
+
+def _small_blocks(monkeypatch, rows=700):
+    """Blocks of ``rows`` rows, whatever the model's cost (several blocks)."""
+    monkeypatch.setattr(_local, "block_rows_for", lambda *args, **kwargs: rows)
 
 
 def _calls(model, X, y):
@@ -319,7 +324,9 @@ def test_bit_identical_for_any_n_jobs(library, blocks):
 
 
 def test_small_blocks_are_several_blocks(monkeypatch):
-    """The small-blocks case really splits the rows (the test above is not vacuous)."""
+    """The block policy splits rows by the model's cost: with a small share of work
+    per block, several thousand rows make several blocks (what the small-blocks
+    case above forces)."""
     model, X, y = _model("xgboost")
     seen = []
     reduce = _local.reduce_blocks
@@ -328,7 +335,7 @@ def test_small_blocks_are_several_blocks(monkeypatch):
         seen.append(kwargs["block_rows"])
         return reduce(function, ensemble, X_, **kwargs)
 
-    monkeypatch.setattr(_local, "BLOCK_SECONDS", 2e-4)
+    monkeypatch.setattr(_local, "BLOCK_SECONDS", 1e-3)
     monkeypatch.setattr(_local, "reduce_blocks", spy)
     sr.r2_decomposition(model, X, y, algorithm="exact")
     assert 1 < N_ROWS // seen[0] < N_ROWS
@@ -402,7 +409,7 @@ def test_r2_decomposition_checks_X_once(monkeypatch, max_samples):
     model, X, y = _model("xgboost")
     frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
     model.fit(frame, y)
-    monkeypatch.setattr(_local, "BLOCK_SECONDS", 2e-4)  # several blocks
+    _small_blocks(monkeypatch)
     calls = _count_checks(monkeypatch)
     sr.r2_decomposition(model, frame, y, max_samples=max_samples, random_state=0)
     assert calls == [X.shape]
@@ -410,7 +417,7 @@ def test_r2_decomposition_checks_X_once(monkeypatch, max_samples):
 
 def test_shap_values_checks_X_once(monkeypatch):
     model, X, y = _model("catboost")
-    monkeypatch.setattr(_local, "BLOCK_SECONDS", 2e-4)
+    _small_blocks(monkeypatch)
     calls = _count_checks(monkeypatch)
     sr.shap_values(model, X)
     assert calls == [X.shape]

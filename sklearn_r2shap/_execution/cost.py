@@ -212,9 +212,12 @@ def choose_algorithm(algorithm, cost, exact_budget):
 
 
 
-# seconds per node and quadrature point of one row, one thread (the per-row
-# quadrature kernel of the semivalues; measured as the constants above)
-SEMIVALUE_SECONDS_PER_NODE_POINT = 4e-9
+# seconds per node and quadrature point of one row, one thread: the per-row
+# quadrature kernel of the semivalues does per node and point the work the
+# sampled kernel's quadrature does (SAMPLED_SECONDS_PER_NODE_POINT); the pattern
+# tables of shallow trees are several times faster (2026-11, a loaded 2-core
+# machine gave 5-20x this on a 20-tree depth-8 forest: an upper estimate)
+SEMIVALUE_SECONDS_PER_NODE_POINT = 1e-8
 
 
 def semivalue_seconds(ensemble, n_points):
