@@ -3,6 +3,7 @@ from ._model import TreeEnsemble, UnsupportedModelError, to_ensemble
 from . import metrics
 from ._cost import CostEstimate, SampledAlgorithmWarning, estimate_cost
 from .importance import R2Decomposition, ShapleyR2Importance, r2_decomposition
+from .rfecv import ShapleyR2RFECV
 from .piecewise import (
     PiecewiseLinearExplainer,
     piecewise_ensemble,
@@ -37,6 +38,7 @@ __all__ = [
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
+    "ShapleyR2RFECV",
     "estimate_cost",
     "CostEstimate",
     "SampledAlgorithmWarning",

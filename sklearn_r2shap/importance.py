@@ -13,9 +13,9 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from . import _dask
+from . import _dask, _held_out, _stats
 from ._cost import DEFAULT_EXACT_BUDGET, Progress, choose_algorithm, ensemble_cost
 from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
@@ -655,14 +655,15 @@ class ShapleyR2Importance(BaseTreeSelector):
     """
 
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
-                 threshold=None, max_features=None, cv=None, n_jobs=None, verbose=0,
-                 algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET, n_permutations=2,
-                 max_samples=None, random_state=None):
+                 threshold=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
+                 verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                 n_permutations=2, max_samples=None, random_state=None):
         self.estimator = estimator
         self.method = method
         self.shap_values = shap_values
         self.prefit = prefit
         self.threshold = threshold
+        self.alpha = alpha
         self.max_features = max_features
         self.cv = cv
         self.n_jobs = n_jobs
@@ -733,9 +734,12 @@ class ShapleyR2Importance(BaseTreeSelector):
                 X, y = checked, np.asarray(y)
             if sample_weight is not None:
                 sample_weight = np.asarray(sample_weight)
-        if self.cv is None:
+        tests = _held_out.check_tests(self, X)
+        # the tests are on held-out shares: cross-fitted unless the model is given fitted
+        cv = 5 if tests and self.cv is None and not self._given_fitted() else self.cv
+        if cv is None:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-            result = self._decompose(self.estimator_, X, y, sample_weight)
+            result = self._decompose(self.estimator_, X, y, sample_weight, return_local=tests)
             self.decomposition_ = result
             self.feature_importances_ = result.importances
             self.importances_std_ = result.std_errors
@@ -744,11 +748,33 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.method_ = result.method
             self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
+            if tests:
+                self._test_terms = _held_out.pooled_terms(
+                    [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
-            self._fit_cross_validated(X, y, sample_weight, fit_params)
+            self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        if tests:
+            self.scores_, self.pvalues_ = _stats.share_tests(self._test_terms)
+            del self._test_terms
         self._set_threshold(X)
         return self
+
+    def _given_fitted(self):
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        return bool(self.prefit) or _unfrozen(estimator)[1]
+
+    def _set_threshold(self, X):
+        if self.threshold in _stats.TEST_THRESHOLDS:
+            self.max_features_ = self._validate_max_features(X)
+            self.threshold_ = float(self.alpha)
+        else:
+            super()._set_threshold(X)
+
+    def _threshold_mask(self):
+        if self.threshold in _stats.TEST_THRESHOLDS:
+            return _stats.rejected(self.pvalues_, self.threshold, self.alpha)
+        return super()._threshold_mask()
 
     def _check_dask_fit(self, fit_params):
         """On dask data, ``fit`` only decomposes the R^2 of a model fitted beforehand."""
@@ -766,7 +792,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(f"fit parameters {sorted(fit_params)} are for fitting the model, "
                              "which a prefit model on dask data does not do.")
 
-    def _fit_cross_validated(self, X, y, sample_weight, fit_params):
+    def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv):
         from sklearn.model_selection import check_cv
         from sklearn.utils import _safe_indexing
 
@@ -777,16 +803,20 @@ class ShapleyR2Importance(BaseTreeSelector):
 
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         # stratified folds for classifiers, as cross_val_score uses
-        cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
+        cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
-        scores = set()
+        scores, results, tests = set(), [], []
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
             model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
                                         weight_train, **fit_params)
+            # per-row terms, to pool the folds' rows (Q-SHAP on every row)
+            local = self.max_samples is None and self._resolve_method(model)[0] == "qshap"
             result = self._decompose(model, _safe_indexing(X, test), _safe_indexing(y, test),
-                                     weight_test)
+                                     weight_test, return_local=local)
+            results.append(result)
+            tests.append(np.asarray(test))
             importances.append(result.importances)
             r2.append(result.r2)
             sigma_unique.append(result.sigma_unique)
@@ -804,6 +834,13 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
+        self.decomposition_ = None
+        if self.method_ == "qshap":  # the held-out rows of all folds pooled
+            self.decomposition_, self._test_terms = _held_out.pool_folds(
+                results, tests, _num_samples(y), sample_weight)
+            self.feature_importances_ = self.decomposition_.importances
+            self.importances_std_ = self.decomposition_.std_errors
+            self.r2_ = self.decomposition_.r2
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
 
     def _resolve_method(self, model):
@@ -847,8 +884,8 @@ class ShapleyR2Importance(BaseTreeSelector):
                 max_samples=None if return_local else self.max_samples,
                 random_state=self.random_state)
         elif return_local:
-            raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
-                             "per-row terms.")
+            raise ValueError("local_r2 and the tests (threshold='fdr', 'fwe' or 'fpr') need "
+                             "method='qshap': shapFlex shares are not sums of per-row terms.")
         elif _dask.is_dask_collection(X):
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
                              "cannot decompose) does not accept dask collections; use a tree "
