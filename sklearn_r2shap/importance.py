@@ -755,6 +755,9 @@ class ShapleyR2Importance(BaseTreeSelector):
             self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
         if tests:
+            if self.method_ != "qshap":
+                raise ValueError("The tests (threshold='fdr', 'fwe' or 'fpr') need "
+                                 "method='qshap': shapFlex shares are not sums of per-row terms.")
             self.scores_, self.pvalues_ = _stats.share_tests(self._test_terms)
             del self._test_terms
         self._set_threshold(X)

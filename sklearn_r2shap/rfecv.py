@@ -60,9 +60,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
     on them.
 
     With ``scoring=None`` a step's score on a fold is the held-out R^2 (or
-    D^2) of the fold model, the sum of its held-out shares and the
-    unattributed part, so a step costs one fit and two decompositions per
-    fold (the training rows to rank, the held-out rows to score).
+    D^2) of the fold model, which its held-out decomposition splits into
+    shares and an unattributed part; it is computed from the predictions
+    (``r2_score``, ``d2_brier_score``, ``d2_log_loss_score``,
+    ``d2_tweedie_score``), so a step costs one fit and one decomposition
+    (of the training rows, to rank) per fold.
 
     Parameters
     ----------
@@ -223,12 +225,32 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return self._importance().fit(_safe_indexing(X, features, axis=1), y, weight)
 
     def _score(self, step, X, y, weight, features):
+        """The score of a fitted step on held-out rows."""
         X = _safe_indexing(X, features, axis=1)
-        if self.scoring is None:
-            return step.decompose(X, y, weight).r2
-        from sklearn.metrics import check_scoring
+        model = step.estimator_
+        if self.scoring is not None:
+            from sklearn.metrics import check_scoring
 
-        return float(check_scoring(step.estimator_, self.scoring)(step.estimator_, X, y))
+            return float(check_scoring(model, self.scoring)(model, X, y))
+        # the R^2 / D^2 the held-out decomposition would give (its shares plus the
+        # unattributed part), from the predictions alone; scikit-learn's convention
+        # (0, or 1 for a perfect fit) when the held-out y is constant
+        from sklearn import metrics
+
+        if step.score_ == "r2":
+            return float(metrics.r2_score(y, model.predict(X), sample_weight=weight))
+        if step.score_ == "d2_tweedie":
+            return float(metrics.d2_tweedie_score(y, model.predict(X), sample_weight=weight,
+                                                  power=step.decomposition_.power))
+        proba = model.predict_proba(X)
+        if step.score_ == "d2_brier":
+            if proba.shape[1] == 2:
+                return float(metrics.d2_brier_score(y, proba[:, 1], sample_weight=weight,
+                                                    pos_label=model.classes_[1]))
+            return float(metrics.d2_brier_score(y, proba, sample_weight=weight,
+                                                labels=model.classes_))
+        return float(metrics.d2_log_loss_score(y, proba, sample_weight=weight,
+                                               labels=model.classes_))
 
     def _eliminate(self, X, y, weight, stop, step, held_out=None):
         """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
