@@ -560,16 +560,29 @@ class ShapleyR2Importance(BaseTreeSelector):
         the (X, y) it is given, e.g. held-out data.
     threshold : str or float, default=None
         Features with ``R2_j >= threshold`` are selected: a number, "mean",
-        "median" or e.g. "1.5*mean"; None means "mean".
+        "median" or e.g. "1.5*mean"; None means "mean". Or a test of
+        H0: share_j <= 0 on held-out shares at level ``alpha``: "fpr" (no
+        correction), "fwe" (Holm) or "fdr" (Benjamini-Hochberg). The tests
+        cross-fit (``cv``, 5 folds if None) unless the model is prefit, and
+        then test the shares on the data given to ``fit``. H0 is that the
+        feature adds nothing on unseen rows given the model as trained; a
+        feature correlated with a useful one can reject it without being
+        needed given the others (merge such features, or use
+        :class:`ShapleyR2RFECV`). Documentation page "Feature selection".
+    alpha : float, default=0.05
+        The level of the tests (``threshold`` "fpr", "fwe" or "fdr").
     max_features : int or callable, default=None
         At most this many features (the largest R2_j), also subject to the
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
         Cross-fitted importances: a clone is fitted on each training fold
         and R^2 decomposed on its held-out fold (stratified folds for
-        classifiers, as ``check_cv`` gives them); the fold values are
-        averaged (``cv_importances_`` keeps them) and the estimator is then
-        refitted on all the data for ``transform``.
+        classifiers, as ``check_cv`` gives them); Q-SHAP: the held-out rows
+        of all folds are pooled, each row's term scaled so that its fold's
+        share is the mean over the fold's rows (``decomposition_``);
+        shapFlex: the fold values are averaged. ``cv_importances_`` keeps
+        the fold values, and the estimator is then refitted on all the
+        data for ``transform``.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : int, default=0
@@ -599,11 +612,19 @@ class ShapleyR2Importance(BaseTreeSelector):
         The algorithm that ran ("sampled" if any fold was sampled; "exact"
         for shapFlex, which does not sample).
     feature_importances_ : ndarray of shape (`n_features_in_`,)
-        R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
+        R2_j on the data given to ``fit`` (cross-fitted with ``cv``: the
+        mean of the pooled held-out terms, i.e. the folds' shares weighted
+        by their numbers of rows; shapFlex: the mean of the folds' shares).
     importances_std_ : ndarray of shape (`n_features_in_`,)
-        Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
-        standard deviation of the fold values over sqrt(n_folds). NaN for
-        shapFlex without ``cv`` (its shares are not sums over rows).
+        Standard errors of R2_j (rows treated as i.i.d.; with ``cv``, the
+        pooled terms' sd / sqrt(n)); shapFlex with ``cv``: the standard
+        deviation of the fold values over sqrt(n_folds). NaN for shapFlex
+        without ``cv`` (its shares are not sums over rows).
+    pvalues_ : ndarray of shape (`n_features_in_`,)
+        The tests' one-sided p-values 1 - Phi(z_j) (only with a test
+        ``threshold``); 1 for a feature no model splits on.
+    scores_ : ndarray of shape (`n_features_in_`,)
+        The tests' statistics z_j = R2_j / se_j (only with a test ``threshold``).
     r2_ : float
         The model's R^2 or D^2 on the data (mean over folds with ``cv``);
         Gelman's R^2 for shapFlex.
@@ -619,12 +640,14 @@ class ShapleyR2Importance(BaseTreeSelector):
         mean of y). A ratio, not a share: it exceeds 1 when correlated
         terms of opposite sign cancel (see :class:`R2Decomposition`). None
         for Q-SHAP.
-    decomposition_ : R2Decomposition
-        The full result (without ``cv``).
+    decomposition_ : R2Decomposition or None
+        The full result; with ``cv``, of the pooled held-out rows (per-row
+        terms in ``local`` unless ``max_samples``); None for shapFlex with
+        ``cv``.
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
         Per-fold R2_j (only with ``cv``).
     threshold_ : float
-        The threshold applied.
+        The threshold applied to R2_j, or ``alpha`` for the tests.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when X has feature names that are all strings.
@@ -633,6 +656,7 @@ class ShapleyR2Importance(BaseTreeSelector):
     --------
     r2_decomposition : Q-SHAP, the functional form.
     shapflex_decomposition : shapFlex, the functional form.
+    ShapleyR2RFECV : how many features, by elimination and cross-validation.
 
     Examples
     --------
@@ -652,6 +676,15 @@ class ShapleyR2Importance(BaseTreeSelector):
     >>> linear = ShapleyR2Importance(LinearRegression(), max_features=3).fit(X, y)
     >>> linear.method_, linear.get_feature_names_out().tolist()
     ('shapflex', ['bmi', 's1', 's5'])
+
+    A test of each feature's held-out share (5 folds, Benjamini-Hochberg at 0.05):
+
+    >>> tested = ShapleyR2Importance(GradientBoostingRegressor(max_depth=2, random_state=0),
+    ...                              threshold="fdr").fit(X, y)
+    >>> tested.get_feature_names_out().tolist()
+    ['bmi', 'bp', 's5']
+    >>> tested.decomposition_.local.shape  # the pooled held-out rows
+    (442, 10)
     """
 
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
