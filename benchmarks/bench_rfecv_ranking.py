@@ -10,7 +10,7 @@ scored on 5,000 fresh rows (the optimism: mean difference and its standard
 error over seeds), on friedman the true-positive rate and false discovery
 proportion, and the time (one thread everywhere).
 
-    python benchmarks/bench_rfecv_ranking.py --seeds 12
+    PYTHONPATH=. python benchmarks/bench_rfecv_ranking.py --seeds 12
 """
 import argparse
 import time
@@ -36,15 +36,18 @@ def main():
     parser.add_argument("--seeds", type=int, default=12)
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--data", nargs="+", default=["null", "friedman"],
+                        choices=["null", "friedman"])
+    parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     model = HistGradientBoostingRegressor(max_iter=40, max_leaf_nodes=8, min_samples_leaf=10,
                                           random_state=0)
     print(f"HistGradientBoostingRegressor(max_iter=40, max_leaf_nodes=8, min_samples_leaf=10), "
           f"{args.rows} x {args.features}, cv=5, step=1, one_se, {args.seeds} seeds")
-    for kind in ("null", "friedman"):
+    for kind in args.data:
         for ranking_cv in (None, 3):
             chosen, diffs, tpr, fdp, seconds = [], [], [], [], 0.0
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 X, y = data(kind, seed, args.rows, args.features)
                 start = time.perf_counter()
                 selector = ShapleyR2RFECV(model, cv=KFold(5, shuffle=True, random_state=seed),

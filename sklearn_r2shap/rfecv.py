@@ -97,11 +97,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
         None: rank by the shares on the training rows the model was fitted
         on (in-sample). An int or splitter: rank by shares cross-fitted
         inside the training rows (:class:`ShapleyR2Importance` with this
-        ``cv``), which costs that many more fits per step. On null data
-        (y independent of X) both keep the scores honest and choose as
-        few features; in-sample ranking is the default because it is
-        about 2.5 times cheaper and ranks the signal features better when
-        the model fits noise (documentation page "Feature selection").
+        ``cv``), which costs that many more fits per step, fewer steps
+        when many shares are negative. Measured (documentation page
+        "Feature selection", ``benchmarks/bench_rfecv_ranking.py``): both
+        keep the scores honest on null data, and both choose the same
+        features on Friedman1 with noise columns, where in-sample ranking
+        takes half the time; hence the default None.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores). Folds run
         one after the other.
