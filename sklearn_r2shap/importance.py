@@ -787,12 +787,12 @@ class ShapleyR2Importance(BaseTreeSelector):
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
         if tests:
             if self.method_ != "qshap":
                 raise ValueError("The tests (threshold='fdr', 'fwe' or 'fpr') need "
                                  "method='qshap': shapFlex shares are not sums of per-row terms.")
-            self.scores_, self.pvalues_ = _stats.share_tests(self._test_terms)
-            del self._test_terms
+            self.scores_, self.pvalues_ = _stats.share_tests(terms)
         self._set_threshold(X)
         return self
 
