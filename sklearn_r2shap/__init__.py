@@ -13,6 +13,7 @@ from ._execution.cost import CostEstimate, estimate_cost
 from ._scores import R2Decomposition
 from .decomposition import r2_decomposition
 from .importance import ShapleyR2Importance
+from .rfecv import ShapleyR2RFECV
 from .piecewise import (
     PiecewiseLinearExplainer,
     piecewise_ensemble,
@@ -47,6 +48,7 @@ __all__ = [
     "r2_decomposition",
     "R2Decomposition",
     "ShapleyR2Importance",
+    "ShapleyR2RFECV",
     "estimate_cost",
     "CostEstimate",
     "SampledAlgorithmWarning",

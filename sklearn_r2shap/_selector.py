@@ -175,10 +175,14 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self.max_features_ = self._validate_max_features(X)
         self.threshold_ = _threshold_value(self.threshold, self.feature_importances_)
 
+    def _threshold_mask(self):
+        """The features the threshold keeps (before ``max_features``)."""
+        return selected_by_threshold(self.feature_importances_, self.threshold_)
+
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
         scores = np.asarray(self.feature_importances_)
-        mask = selected_by_threshold(scores, self.threshold_)
+        mask = self._threshold_mask()
         if self.max_features_ is not None:
             top = np.zeros_like(mask)
             top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True

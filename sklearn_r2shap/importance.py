@@ -10,8 +10,9 @@ Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from . import _held_out, _stats
 from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution.cost import DEFAULT_EXACT_BUDGET
@@ -69,16 +70,29 @@ class ShapleyR2Importance(BaseTreeSelector):
         the (X, y) it is given, e.g. held-out data.
     threshold : str or float, default=None
         Features with ``R2_j >= threshold`` are selected: a number, "mean",
-        "median" or e.g. "1.5*mean"; None means "mean".
+        "median" or e.g. "1.5*mean"; None means "mean". Or a test of
+        H0: share_j <= 0 on held-out shares at level ``alpha``: "fpr" (no
+        correction), "fwe" (Holm) or "fdr" (Benjamini-Hochberg). The tests
+        cross-fit (``cv``, 5 folds if None) unless the model is prefit, and
+        then test the shares on the data given to ``fit``. H0 is that the
+        feature adds nothing on unseen rows given the model as trained; a
+        feature correlated with a useful one can reject it without being
+        needed given the others (merge such features, or use
+        :class:`ShapleyR2RFECV`). Documentation page "Feature selection".
+    alpha : float, default=0.05
+        The level of the tests (``threshold`` "fpr", "fwe" or "fdr").
     max_features : int or callable, default=None
         At most this many features (the largest R2_j), also subject to the
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
         Cross-fitted importances: a clone is fitted on each training fold
         and R^2 decomposed on its held-out fold (stratified folds for
-        classifiers, as ``check_cv`` gives them); the fold values are
-        averaged (``cv_importances_`` keeps them) and the estimator is then
-        refitted on all the data for ``transform``.
+        classifiers, as ``check_cv`` gives them); Q-SHAP: the held-out rows
+        of all folds are pooled, each row's term scaled so that its fold's
+        share is the mean over the fold's rows (``decomposition_``);
+        shapFlex: the fold values are averaged. ``cv_importances_`` keeps
+        the fold values, and the estimator is then refitted on all the
+        data for ``transform``.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : "auto" or int, default="auto"
@@ -110,11 +124,19 @@ class ShapleyR2Importance(BaseTreeSelector):
         The algorithm that ran ("sampled" if any fold was sampled; "exact"
         for shapFlex, which does not sample).
     feature_importances_ : ndarray of shape (`n_features_in_`,)
-        R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
+        R2_j on the data given to ``fit`` (cross-fitted with ``cv``: the
+        mean of the pooled held-out terms, i.e. the folds' shares weighted
+        by their numbers of rows; shapFlex: the mean of the folds' shares).
     importances_std_ : ndarray of shape (`n_features_in_`,)
-        Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
-        standard deviation of the fold values over sqrt(n_folds). NaN for
-        shapFlex without ``cv`` (its shares are not sums over rows).
+        Standard errors of R2_j (rows treated as i.i.d.; with ``cv``, the
+        pooled terms' sd / sqrt(n)); shapFlex with ``cv``: the standard
+        deviation of the fold values over sqrt(n_folds). NaN for shapFlex
+        without ``cv`` (its shares are not sums over rows).
+    pvalues_ : ndarray of shape (`n_features_in_`,)
+        The tests' one-sided p-values 1 - Phi(z_j) (only with a test
+        ``threshold``); 1 for a feature no model splits on.
+    scores_ : ndarray of shape (`n_features_in_`,)
+        The tests' statistics z_j = R2_j / se_j (only with a test ``threshold``).
     r2_ : float
         The model's R^2 or D^2 on the data (mean over folds with ``cv``);
         Gelman's R^2 for shapFlex.
@@ -130,12 +152,14 @@ class ShapleyR2Importance(BaseTreeSelector):
         mean of y). A ratio, not a share: it exceeds 1 when correlated
         terms of opposite sign cancel (see :class:`R2Decomposition`). None
         for Q-SHAP.
-    decomposition_ : R2Decomposition
-        The full result (without ``cv``).
+    decomposition_ : R2Decomposition or None
+        The full result; with ``cv``, of the pooled held-out rows (per-row
+        terms in ``local`` unless ``max_samples``); None for shapFlex with
+        ``cv``.
     cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
         Per-fold R2_j (only with ``cv``).
     threshold_ : float
-        The threshold applied.
+        The threshold applied to R2_j, or ``alpha`` for the tests.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when X has feature names that are all strings.
@@ -144,6 +168,7 @@ class ShapleyR2Importance(BaseTreeSelector):
     --------
     r2_decomposition : Q-SHAP, the functional form.
     shapflex_decomposition : shapFlex, the functional form.
+    ShapleyR2RFECV : how many features, by elimination and cross-validation.
 
     Examples
     --------
@@ -163,17 +188,27 @@ class ShapleyR2Importance(BaseTreeSelector):
     >>> linear = ShapleyR2Importance(LinearRegression(), max_features=3).fit(X, y)
     >>> linear.method_, linear.get_feature_names_out().tolist()
     ('shapflex', ['bmi', 's1', 's5'])
+
+    A test of each feature's held-out share (5 folds, Benjamini-Hochberg at 0.05):
+
+    >>> tested = ShapleyR2Importance(GradientBoostingRegressor(max_depth=2, random_state=0),
+    ...                              threshold="fdr").fit(X, y)
+    >>> tested.get_feature_names_out().tolist()
+    ['bmi', 'bp', 's5']
+    >>> tested.decomposition_.local.shape  # the pooled held-out rows
+    (442, 10)
     """
 
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
-                 threshold=None, max_features=None, cv=None, n_jobs=None, verbose="auto",
-                 algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET, n_permutations=2,
-                 max_samples=None, random_state=None):
+                 threshold=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
+                 verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                 n_permutations=2, max_samples=None, random_state=None):
         self.estimator = estimator
         self.method = method
         self.shap_values = shap_values
         self.prefit = prefit
         self.threshold = threshold
+        self.alpha = alpha
         self.max_features = max_features
         self.cv = cv
         self.n_jobs = n_jobs
@@ -244,9 +279,12 @@ class ShapleyR2Importance(BaseTreeSelector):
                 X, y = checked, np.asarray(y)
             if sample_weight is not None:
                 sample_weight = np.asarray(sample_weight)
-        if self.cv is None:
+        tests = _held_out.check_tests(self, X)
+        # the tests are on held-out shares: cross-fitted unless the model is given fitted
+        cv = 5 if tests and self.cv is None and not self._given_fitted() else self.cv
+        if cv is None:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-            result = self._decompose(self.estimator_, X, y, sample_weight)
+            result = self._decompose(self.estimator_, X, y, sample_weight, return_local=tests)
             self.decomposition_ = result
             self.feature_importances_ = result.importances
             self.importances_std_ = result.std_errors
@@ -255,11 +293,36 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.method_ = result.method
             self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
+            if tests:
+                self._test_terms = _held_out.pooled_terms(
+                    [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
-            self._fit_cross_validated(X, y, sample_weight, fit_params)
+            self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
         self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
+        if tests:
+            if self.method_ != "qshap":
+                raise ValueError("The tests (threshold='fdr', 'fwe' or 'fpr') need "
+                                 "method='qshap': shapFlex shares are not sums of per-row terms.")
+            self.scores_, self.pvalues_ = _stats.share_tests(terms)
         self._set_threshold(X)
         return self
+
+    def _given_fitted(self):
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        return bool(self.prefit) or _unfrozen(estimator)[1]
+
+    def _set_threshold(self, X):
+        if self.threshold in _stats.TEST_THRESHOLDS:
+            self.max_features_ = self._validate_max_features(X)
+            self.threshold_ = float(self.alpha)
+        else:
+            super()._set_threshold(X)
+
+    def _threshold_mask(self):
+        if self.threshold in _stats.TEST_THRESHOLDS:
+            return _stats.rejected(self.pvalues_, self.threshold, self.alpha)
+        return super()._threshold_mask()
 
     def _check_dask_fit(self, fit_params):
         """On dask data, ``fit`` only decomposes the R^2 of a model fitted beforehand."""
@@ -277,7 +340,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(f"fit parameters {sorted(fit_params)} are for fitting the model, "
                              "which a prefit model on dask data does not do.")
 
-    def _fit_cross_validated(self, X, y, sample_weight, fit_params):
+    def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv):
         from sklearn.model_selection import check_cv
         from sklearn.utils import _safe_indexing
 
@@ -288,16 +351,20 @@ class ShapleyR2Importance(BaseTreeSelector):
 
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         # stratified folds for classifiers, as cross_val_score uses
-        cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
+        cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
-        scores = set()
+        scores, results, tests = set(), [], []
         for train, test in cv.split(X, y):
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
             model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
                                         weight_train, **fit_params)
+            # per-row terms, to pool the folds' rows (Q-SHAP on every row)
+            local = self.max_samples is None and self._resolve_method(model)[0] == "qshap"
             result = self._decompose(model, _safe_indexing(X, test), _safe_indexing(y, test),
-                                     weight_test)
+                                     weight_test, return_local=local)
+            results.append(result)
+            tests.append(np.asarray(test))
             importances.append(result.importances)
             r2.append(result.r2)
             sigma_unique.append(result.sigma_unique)
@@ -315,6 +382,13 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
+        self.decomposition_ = None
+        if self.method_ == "qshap":  # the held-out rows of all folds pooled
+            self.decomposition_, self._test_terms = _held_out.pool_folds(
+                results, tests, _num_samples(y), sample_weight)
+            self.feature_importances_ = self.decomposition_.importances
+            self.importances_std_ = self.decomposition_.std_errors
+            self.r2_ = self.decomposition_.r2
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
 
     def _resolve_method(self, model):
@@ -358,8 +432,8 @@ class ShapleyR2Importance(BaseTreeSelector):
                 max_samples=None if return_local else self.max_samples,
                 random_state=self.random_state)
         elif return_local:
-            raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
-                             "per-row terms.")
+            raise ValueError("local_r2 and the tests (threshold='fdr', 'fwe' or 'fpr') need "
+                             "method='qshap': shapFlex shares are not sums of per-row terms.")
         elif _dask.is_dask_collection(X):
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
                              "cannot decompose) does not accept dask collections; use a tree "

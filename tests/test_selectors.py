@@ -118,14 +118,19 @@ def test_cross_fitted_importances(diabetes):
     model = DecisionTreeRegressor(max_depth=3, random_state=0)
     cv = KFold(3, shuffle=True, random_state=0)
     selector = ShapleyR2Importance(model, cv=cv).fit(X, y)
-    folds = []
+    folds, terms = [], np.empty(X.shape)
     for train, test in cv.split(X, y):
         fitted = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X.iloc[train], y.iloc[train])
-        folds.append(r2_decomposition(fitted, X.iloc[test], y.iloc[test]).importances)
+        fold = r2_decomposition(fitted, X.iloc[test], y.iloc[test], return_local=True)
+        folds.append(fold.importances)
+        terms[test] = len(test) * fold.local  # the fold's share is their mean over its rows
     np.testing.assert_allclose(selector.cv_importances_, folds)
-    np.testing.assert_allclose(selector.feature_importances_, np.mean(folds, axis=0))
+    # the held-out rows of all folds pooled (DESIGN.md section 7)
+    np.testing.assert_allclose(selector.feature_importances_, terms.mean(axis=0), atol=1e-14)
     np.testing.assert_allclose(selector.importances_std_,
-                               np.std(folds, axis=0, ddof=1) / np.sqrt(3))
+                               terms.std(axis=0, ddof=1) / np.sqrt(len(X)), atol=1e-14)
+    np.testing.assert_allclose(selector.decomposition_.local.sum(axis=0),
+                               selector.feature_importances_, atol=1e-14)
     # refitted on all the data for transform
     np.testing.assert_allclose(selector.estimator_.predict(X),
                                DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y).predict(X))

@@ -1,0 +1,99 @@
+"""Cross-fitted shares: the held-out folds' decompositions pooled over rows.
+
+DESIGN.md, section 7 ("Tests on held-out shares"): a row i of fold k gets
+L_ij = n_k * local_ij, its term of feature j's share on fold k scaled so
+that the fold's share (fold k's own denominator) is the mean of L_ij over
+the fold's rows. All rows pooled: the share is mean_i L_ij, its standard
+error sd_i(L_ij) / sqrt(n) (ddof=1). Rows of zero weight are absent, as in
+:func:`~sklearn_r2shap.r2_decomposition` (n and n_k count rows of positive
+weight).
+"""
+from dataclasses import replace
+
+import numpy as np
+
+__all__ = ["check_tests", "pooled_terms", "pool_folds"]
+
+
+def check_tests(selector, X):
+    """Whether ``selector.threshold`` asks for the tests; validates ``alpha`` and what they need."""
+    import numbers
+
+    from ._execution import dask as _dask
+    from ._stats import TEST_THRESHOLDS
+
+    if selector.threshold not in TEST_THRESHOLDS:
+        return False
+    alpha = selector.alpha
+    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+            or not 0 < alpha <= 1):
+        raise ValueError(f"alpha must be a number in (0, 1], got {alpha!r}.")
+    if selector.max_samples is not None:
+        raise ValueError(f"threshold={selector.threshold!r} tests every row's term: it cannot "
+                         "be combined with max_samples; use max_samples=None.")
+    if _dask.is_dask_collection(X):
+        raise ValueError(f"threshold={selector.threshold!r} needs every row's term, which "
+                         "the dask decomposition does not keep; decompose in memory (e.g. "
+                         "X.compute() of a sample) or use a numeric threshold.")
+    return True
+
+
+def pooled_terms(results, tests, n_rows, sample_weight=None):
+    """(terms, rows): the scaled terms L of the rows of positive weight, in row order.
+
+    ``results`` are the folds' R2Decompositions with ``local`` (per-row terms
+    whose column sums are the fold's shares), ``tests`` the folds' row
+    indices into the n_rows rows.
+    """
+    n_features = results[0].importances.size
+    terms = np.zeros((n_rows, n_features))
+    present = np.zeros(n_rows, dtype=bool)
+    for result, test in zip(results, tests):
+        test = np.asarray(test)
+        keep = (np.ones(len(test), dtype=bool) if sample_weight is None
+                else np.asarray(sample_weight)[test] > 0)
+        terms[test[keep]] = keep.sum() * result.local[keep]
+        present[test[keep]] = True
+    rows = np.flatnonzero(present)
+    return terms[rows], rows
+
+
+def pool_folds(results, tests, n_rows, sample_weight=None):
+    """The R2Decomposition of the pooled held-out rows, and the scaled terms L.
+
+    Its ``importances`` are mean_i L_ij (the folds' shares weighted by their
+    numbers of rows), ``std_errors`` sd_i(L_ij) / sqrt(n), ``r2`` the folds'
+    scores weighted the same way, ``local`` (n_rows, n_features) with
+    L_ij / n (column sums: ``importances``; zero for rows of zero weight).
+    Folds decomposed on a row subset (no ``local``): the size-weighted mean
+    of their shares, standard errors combined as independent, and no terms.
+    """
+    sizes = np.array([np.sum(np.asarray(sample_weight)[np.asarray(t)] > 0)
+                      if sample_weight is not None else len(t) for t in tests], dtype=float)
+    share = sizes / sizes.sum()
+    r2 = float(np.dot(share, [r.r2 for r in results]))
+    sampled = any(r.algorithm == "sampled" for r in results)
+    mc_std_errors = None
+    if sampled:  # independent folds: the Monte Carlo variances of the weighted mean add
+        mc = [r.mc_std_errors if r.mc_std_errors is not None else 0.0 for r in results]
+        mc_std_errors = np.sqrt(np.sum([(w * m) ** 2 for w, m in zip(share, mc)], axis=0))
+    if any(r.local is None for r in results):
+        # a row subset per fold (max_samples): no term for every row; the folds'
+        # estimates are independent given the fold models
+        importances = np.dot(share, [r.importances for r in results])
+        std_errors = np.sqrt(np.dot(share ** 2, [r.std_errors ** 2 for r in results]))
+        terms, local = None, None
+    else:
+        terms, rows = pooled_terms(results, tests, n_rows, sample_weight)
+        n_used = len(rows)
+        importances = terms.mean(axis=0)
+        std_errors = (terms.std(axis=0, ddof=1) / np.sqrt(n_used) if n_used > 1
+                      else np.full(importances.size, np.nan))
+        local = np.zeros((n_rows, importances.size))
+        local[rows] = terms / n_used
+    pooled = replace(
+        results[0], importances=importances, std_errors=std_errors, r2=r2,
+        r2_unattributed=r2 - float(importances.sum()), n_rows=n_rows, local=local,
+        algorithm="sampled" if sampled else "exact", mc_std_errors=mc_std_errors,
+        n_rows_sampled=None)
+    return pooled, terms

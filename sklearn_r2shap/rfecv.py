@@ -1,0 +1,414 @@
+"""Recursive feature elimination by R^2 / D^2 shares, cross-validated, one-SE rule.
+
+:class:`ShapleyR2RFECV` has the interface of
+:class:`sklearn.feature_selection.RFECV`. Each fold runs its own elimination
+on its training rows only and scores every step on its held-out rows
+(DESIGN.md, section 7, "One-standard-error rule"), the number of features
+is chosen from the folds' curves, then one elimination on all rows chooses
+which features.
+"""
+import numbers
+
+import numpy as np
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_is_fitted
+
+from ._execution.cost import DEFAULT_EXACT_BUDGET
+from ._selector import BaseTreeSelector, _unfrozen
+from ._stats import choose_n_features
+
+__all__ = ["ShapleyR2RFECV"]
+
+
+class _Path:
+    """One elimination: the counts it visited, their scores and subsets, the order."""
+
+    def __init__(self, n_features):
+        self.counts, self.scores, self.subsets = [], [], []
+        self.eliminated = []  # batches of removed features, each best first
+        self.n_features = n_features
+
+    def order(self, last):
+        """Every feature, best first: ``last`` (the final subset, best first), then
+        the batches removed, the last removed first."""
+        return np.concatenate([np.asarray(last, dtype=np.intp)]
+                              + [np.asarray(b, dtype=np.intp) for b in self.eliminated[::-1]])
+
+    def ranking(self):
+        """RFE's ranking: 1 for the features kept, i + 1 for those removed i steps before
+        the end (features removed together share a rank)."""
+        ranking = np.ones(self.n_features, dtype=np.intp)
+        for i, batch in enumerate(self.eliminated[::-1]):
+            ranking[np.asarray(batch, dtype=np.intp)] = i + 2
+        return ranking
+
+
+class ShapleyR2RFECV(BaseTreeSelector):
+    """Recursive feature elimination by shares of R^2 / D^2, with the number of
+    features chosen by cross-validation (one-standard-error rule by default).
+
+    The interface of :class:`sklearn.feature_selection.RFECV`. In each fold
+    of ``cv`` an elimination runs on the fold's training rows only: fit the
+    model on the remaining features, rank them by their shares of the
+    model's R^2 (or D^2) on those training rows (:func:`r2_decomposition`;
+    or, with ``ranking_cv``, by shares cross-fitted inside the training
+    rows), and remove all features with a negative share at once, else the
+    ``step`` lowest. Every step is scored on the fold's held-out rows, which
+    never helped choose the features removed before it. The number of
+    features is chosen from the folds' curves (``selection_rule``), then one
+    elimination on all rows chooses which features, and the model is refitted
+    on them.
+
+    With ``scoring=None`` a step's score on a fold is the held-out R^2 (or
+    D^2) of the fold model, which its held-out decomposition splits into
+    shares and an unattributed part; it is computed from the predictions
+    (``r2_score``, ``d2_brier_score``, ``d2_log_loss_score``,
+    ``d2_tweedie_score``), so a step costs one fit and one decomposition
+    (of the training rows, to rank) per fold.
+
+    Parameters
+    ----------
+    estimator : tree regressor or classifier, default=None
+        A model whose R^2 or D^2 :func:`r2_decomposition` decomposes
+        exactly (scikit-learn trees, forests and (Hist)GradientBoosting,
+        XGBoost, LightGBM, CatBoost). None uses
+        ``HistGradientBoostingRegressor(random_state=0)``. A fitted clone is
+        made for every step; a :class:`~sklearn.frozen.FrozenEstimator`
+        cannot be refitted on subsets and is refused.
+    step : int or float, default=1
+        Features removed per step when no share is negative: an int >= 1, or
+        a fraction in (0, 1) of the number of features (at least 1), as in
+        RFECV. When some shares are negative, all those features go at once
+        (at least ``step``), never below ``min_features_to_select``.
+    min_features_to_select : int, default=1
+        The fewest features scored.
+    cv : int, cross-validation generator or iterable, default=5
+        Folds (stratified for classifiers, as ``check_cv`` gives them).
+    scoring : str, callable or None, default=None
+        None: the held-out R^2 / D^2 of the decomposition (the score that
+        the shares split). Otherwise a scikit-learn scorer (as in RFECV),
+        computed on the held-out rows.
+    selection_rule : {"one_se", "best"}, default="one_se"
+        "one_se": the fewest features whose mean score is at least the best
+        mean score minus its standard error sd / sqrt(K) over the K folds
+        (ddof=1). "best": the best mean score (the fewest features among
+        equal means), as RFECV.
+    ranking_cv : int, cross-validation generator or None, default=None
+        None: rank by the shares on the training rows the model was fitted
+        on (in-sample). An int or splitter: rank by shares cross-fitted
+        inside the training rows (:class:`ShapleyR2Importance` with this
+        ``cv``), which costs that many more fits per step, fewer steps
+        when many shares are negative. Measured (documentation page
+        "Feature selection", ``benchmarks/bench_rfecv_ranking.py``): both
+        keep the scores honest on null data, and both choose the same
+        features on Friedman1 with noise columns, where in-sample ranking
+        takes half the time; hence the default None.
+    n_jobs : int, default=None
+        Threads of the decomposition kernel (None: all cores). Folds run
+        one after the other.
+    verbose : int, default=0
+        Print one line per fitted step.
+    algorithm : {"auto", "exact", "sampled"}, default="auto"
+        The decomposition's algorithm (see :func:`r2_decomposition`).
+    exact_budget : float, default=120.0
+        Seconds the exact algorithm may be expected to take under
+        ``algorithm="auto"``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sampled algorithm.
+
+    Attributes
+    ----------
+    n_features_ : int
+        The number of features selected.
+    support_ : ndarray of shape (`n_features_in_`,)
+        The mask of the selected features.
+    ranking_ : ndarray of shape (`n_features_in_`,)
+        1 for the selected features; i + 1 for those removed i steps before
+        the end of the elimination on all rows.
+    estimator_ : estimator
+        The model refitted on all rows and the selected features.
+    feature_importances_ : ndarray of shape (`n_features_`,)
+        The selected features' shares of ``estimator_``'s R^2 / D^2 on all
+        rows (in-sample; cross-fitted with ``ranking_cv``).
+    decomposition_ : R2Decomposition
+        Their decomposition (with ``ranking_cv``: of the pooled held-out rows).
+    cv_results_ : dict of ndarrays
+        ``n_features`` (ascending), ``mean_test_score``, ``std_test_score``
+        (ddof=0, as RFECV), ``split{k}_test_score`` and ``split{k}_support``
+        (the fold's features at each count). A count that a fold's
+        elimination skipped (several negative shares removed at once) is
+        scored on that fold with its best features by its own ranking.
+    score_ : str
+        What the scores are: "r2", "d2_brier", "d2_log_loss", "d2_tweedie"
+        (``scoring=None``) or the scorer's name.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when X has feature names that are all strings.
+
+    See Also
+    --------
+    ShapleyR2Importance : selection by a test of each feature's held-out share.
+    sklearn.feature_selection.RFECV : the same procedure with any importance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_friedman1
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn_r2shap import ShapleyR2RFECV
+    >>> X, y = make_friedman1(n_samples=300, n_features=8, random_state=0)
+    >>> selector = ShapleyR2RFECV(DecisionTreeRegressor(max_depth=4, random_state=0),
+    ...                           cv=3).fit(X, y)
+    >>> selector.n_features_, np.flatnonzero(selector.support_).tolist()
+    (4, [0, 1, 3, 4])
+    >>> selector.cv_results_["n_features"].tolist()
+    [1, 2, 3, 4, 5, 6, 7, 8]
+    >>> selector.transform(X).shape
+    (300, 4)
+    """
+
+    def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
+                 scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
+                 verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                 random_state=None):
+        self.estimator = estimator
+        self.step = step
+        self.min_features_to_select = min_features_to_select
+        self.cv = cv
+        self.scoring = scoring
+        self.selection_rule = selection_rule
+        self.ranking_cv = ranking_cv
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.algorithm = algorithm
+        self.exact_budget = exact_budget
+        self.random_state = random_state
+
+    def _default_estimator(self):
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        return HistGradientBoostingRegressor(random_state=0)
+
+    def _check_params(self):
+        if self.verbose is not None and not isinstance(self.verbose, numbers.Integral):
+            raise ValueError(f"verbose must be an integer, got {self.verbose!r}.")
+        if self.selection_rule not in ("one_se", "best"):
+            raise ValueError("selection_rule must be 'one_se' or 'best', got "
+                             f"{self.selection_rule!r}.")
+        step = self.step
+        if isinstance(step, bool) or not isinstance(step, numbers.Real) or not (
+                step >= 1 or 0 < step < 1) or (step >= 1 and step != int(step)):
+            raise ValueError("step must be an int >= 1 or a float in (0, 1), got "
+                             f"{step!r}.")
+        minimum = self.min_features_to_select
+        if (isinstance(minimum, bool) or not isinstance(minimum, numbers.Integral)
+                or minimum < 1):
+            raise ValueError("min_features_to_select must be an int >= 1, got "
+                             f"{minimum!r}.")
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        if _unfrozen(estimator)[1]:
+            raise ValueError(f"{type(self).__name__} refits the model on subsets of the "
+                             "features: pass the unfitted model, not a FrozenEstimator.")
+
+    def _importance(self):
+        """The decomposition of one step: ShapleyR2Importance fits and ranks."""
+        from .importance import ShapleyR2Importance
+
+        return ShapleyR2Importance(
+            self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
+            n_jobs=self.n_jobs, algorithm=self.algorithm, exact_budget=self.exact_budget,
+            random_state=self.random_state)
+
+    def _fit_step(self, X, y, weight, features):
+        """ShapleyR2Importance fitted on the columns ``features`` of (X, y)."""
+        if self.verbose:
+            print(f"{type(self).__name__}: fitting on {len(features)} features.")
+        return self._importance().fit(_safe_indexing(X, features, axis=1), y, weight)
+
+    def _score(self, step, X, y, weight, features):
+        """The score of a fitted step on held-out rows."""
+        X = _safe_indexing(X, features, axis=1)
+        model = step.estimator_
+        if self.scoring is not None:
+            from sklearn.metrics import check_scoring
+
+            return float(check_scoring(model, self.scoring)(model, X, y))
+        # the R^2 / D^2 the held-out decomposition would give (its shares plus the
+        # unattributed part), from the predictions alone; scikit-learn's convention
+        # (0, or 1 for a perfect fit) when the held-out y is constant
+        from sklearn import metrics
+
+        if step.score_ == "r2":
+            return float(metrics.r2_score(y, model.predict(X), sample_weight=weight))
+        if step.score_ == "d2_tweedie":
+            return float(metrics.d2_tweedie_score(y, model.predict(X), sample_weight=weight,
+                                                  power=step.decomposition_.power))
+        proba = model.predict_proba(X)
+        if step.score_ == "d2_brier":
+            if proba.shape[1] == 2:
+                return float(metrics.d2_brier_score(y, proba[:, 1], sample_weight=weight,
+                                                    pos_label=model.classes_[1]))
+            return float(metrics.d2_brier_score(y, proba, sample_weight=weight,
+                                                labels=model.classes_))
+        return float(metrics.d2_log_loss_score(y, proba, sample_weight=weight,
+                                               labels=model.classes_))
+
+    def _eliminate(self, X, y, weight, stop, step, held_out=None):
+        """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
+
+        Returns the _Path and the last step's fitted ShapleyR2Importance.
+        """
+        path = _Path(self.n_features_in_)
+        features = np.arange(self.n_features_in_)
+        while True:
+            fitted = self._fit_step(X, y, weight, features)
+            shares = np.asarray(fitted.feature_importances_)
+            # best first; equal shares: the lower column first (RFE's stable order)
+            best_first = np.argsort(-shares, kind="mergesort")
+            if held_out is not None:
+                path.counts.append(len(features))
+                path.scores.append(self._score(fitted, *held_out, features))
+                path.subsets.append(features.copy())
+            if len(features) <= stop:
+                return path, fitted, features[best_first]
+            n_remove = min(max(int(np.sum(shares < 0)), step), len(features) - stop)
+            path.eliminated.append(features[best_first[len(features) - n_remove:]])
+            features = np.sort(features[best_first[:len(features) - n_remove]])
+
+    def fit(self, X, y, sample_weight=None):
+        """Choose the number of features by cross-validation, then the features.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Passed to the model's ``fit`` and used in the decompositions and
+            the default score.
+
+        Returns
+        -------
+        self : ShapleyR2RFECV
+        """
+        from sklearn.base import is_classifier
+        from sklearn.model_selection import check_cv
+        from sklearn.utils import check_array
+
+        self._check_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
+                              dtype=None, ensure_min_samples=2, accept_sparse=("csr", "csc"))
+        self._record_input(X)
+        if not hasattr(X, "iloc"):
+            X, y = checked, np.asarray(y)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)
+        n_features = self.n_features_in_
+        step = int(max(1, self.step * n_features)) if self.step < 1 else int(self.step)
+        stop = min(self.min_features_to_select, n_features)
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
+
+        def rows(data, index):
+            return None if data is None else _safe_indexing(data, index)
+
+        folds = []
+        for train, test in cv.split(X, y):
+            train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
+            held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
+            path, _, last = self._eliminate(*train_rows, stop, step, held_out)
+            folds.append((path, path.order(last), train_rows, held_out))
+        counts = np.unique(np.concatenate([path.counts for path, *_ in folds]))
+        scores = np.empty((len(counts), len(folds)))
+        supports = np.zeros((len(folds), len(counts), n_features), dtype=bool)
+        for k, (path, order, train_rows, held_out) in enumerate(folds):
+            visited = dict(zip(path.counts, zip(path.scores, path.subsets)))
+            for c, count in enumerate(counts):
+                if count in visited:
+                    scores[c, k], subset = visited[count]
+                else:  # skipped by a batch of negative shares: its best `count` features
+                    subset = np.sort(order[:count])
+                    fitted = self._fit_step(*train_rows, subset)
+                    scores[c, k] = self._score(fitted, *held_out, subset)
+                supports[k, c, subset] = True
+        chosen = choose_n_features(counts, scores, self.selection_rule)
+        self.n_features_ = int(counts[chosen])
+        path, final, last = self._eliminate(X, y, sample_weight, self.n_features_, step)
+        self.support_ = np.zeros(n_features, dtype=bool)
+        self.support_[last] = True
+        self.ranking_ = path.ranking()
+        self.estimator_ = final.estimator_
+        self.feature_importances_ = np.asarray(final.feature_importances_)
+        self.decomposition_ = final.decomposition_
+        self.score_ = final.score_ if self.scoring is None else str(self.scoring)
+        self.cv_results_ = {
+            "n_features": counts,
+            "mean_test_score": scores.mean(axis=1),
+            "std_test_score": scores.std(axis=1),
+            **{f"split{k}_test_score": scores[:, k] for k in range(len(folds))},
+            **{f"split{k}_support": supports[k] for k in range(len(folds))},
+        }
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def predict(self, X):
+        """The refitted model's predictions on the selected features of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict(self.transform(X))
+
+    def score(self, X, y, **score_params):
+        """The refitted model's ``score`` on the selected features of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.score(self.transform(X), y, **score_params)
+
+    def plot(self, ax=None):
+        """The cross-validated curve: mean score +/- one standard error, the chosen count.
+
+        Error bars are sd / sqrt(K) over the K folds (ddof=1), the
+        standard error the one-SE rule uses; the dashed line is the best
+        mean minus its standard error.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        check_is_fitted(self, "cv_results_")
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            ax = plt.figure().gca()
+        results = self.cv_results_
+        counts = results["n_features"]
+        folds = np.array([results[key] for key in results
+                          if key.startswith("split") and key.endswith("_test_score")])
+        mean = folds.mean(axis=0)
+        se = (folds.std(axis=0, ddof=1) / np.sqrt(len(folds)) if len(folds) > 1
+              else np.zeros_like(mean))
+        ax.errorbar(counts, mean, yerr=se, marker="o", markersize=3, capsize=2,
+                    label="mean over folds \u00b1 1 s.e.")
+        best = int(np.argmax(mean))
+        ax.axhline(mean[best] - se[best], color="grey", linestyle="--", linewidth=1,
+                   label="best - 1 s.e.")
+        chosen = int(np.flatnonzero(counts == self.n_features_)[0])
+        ax.plot(counts[chosen], mean[chosen], "o", color="C3", markersize=9,
+                fillstyle="none", markeredgewidth=2,
+                label=f"chosen: {self.n_features_} features ({self.selection_rule})")
+        label = {"r2": "R$^2$", "d2_brier": "D$^2$ (Brier)", "d2_log_loss": "D$^2$ (log-loss)",
+                 "d2_tweedie": "D$^2$ (Tweedie)"}.get(self.score_, self.score_)
+        ax.set_xlabel("number of features")
+        ax.set_ylabel(f"held-out {label}")
+        ax.set_title(f"{type(self).__name__}: {len(folds)}-fold curve")
+        ax.legend(loc="lower right")
+        return ax
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._estimator_accepts_sparse()
+        tags.target_tags.required = True
+        return tags
