@@ -18,6 +18,7 @@ from . import _dask
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, map_row_blocks, resolve_n_jobs
+from .interventional import interventional_values
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
@@ -250,8 +251,9 @@ def _uniform_semivalues(model, X, points_weights, n_jobs):
     return _with_expected_value(ensemble, phi)
 
 
-def shap_values(model, X, *, n_jobs=None):
-    """Exact path-dependent SHAP values (TreeSHAP's game) of every row.
+def shap_values(model, X, *, background=None, n_jobs=None):
+    """Exact SHAP values of every row: path-dependent (TreeSHAP's game), or
+    interventional given ``background``.
 
     Parameters
     ----------
@@ -260,6 +262,12 @@ def shap_values(model, X, *, n_jobs=None):
         LightGBM or CatBoost model.
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
+    background : array-like, DataFrame or sparse matrix of shape (n_background, n_features), default=None
+        If given, the Shapley values of the interventional game
+        ``v_x(S) = mean over background rows b of f(x_S, b_rest)``
+        (:mod:`sklearn_r2shap.interventional`, page "Path-dependent and
+        interventional values"); the expected value is then the mean raw
+        prediction over the background. Cost linear in rows + background rows.
     n_jobs : int, default=None
         Threads; None uses all cores.
 
@@ -282,12 +290,14 @@ def shap_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if background is not None:
+        return interventional_values(model, X, background, n_jobs=n_jobs)
     if _dask.is_dask_collection(X):
         return _dask.explain(shap_values, model, X, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs)
 
 
-def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
+def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=None):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
@@ -301,6 +311,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     model : fitted tree model
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
+    background : array-like, DataFrame or sparse matrix, default=None
+        If given, the values of the interventional game (see :func:`shap_values`).
     n_jobs : int, default=None
 
     Returns
@@ -320,6 +332,9 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
+    if background is not None:
+        return interventional_values(model, X, background, kind="beta",
+                                     parameters=(alpha, beta), n_jobs=n_jobs)
     if _dask.is_dask_collection(X):
         return _dask.explain(beta_shapley_values, model, X, n_jobs=n_jobs, alpha=alpha, beta=beta)
     return _uniform_semivalues(
@@ -327,7 +342,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     )
 
 
-def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
+def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None):
     """Exact weighted Banzhaf values ``grad F(q 1)`` of the path-dependent game.
 
     Weights ``w(s) = q^s (1 - q)^(n - 1 - s)``; ``q = 0.5`` is the Banzhaf value.
@@ -337,6 +352,8 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     model : fitted tree model
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
+    background : array-like, DataFrame or sparse matrix, default=None
+        If given, the values of the interventional game (see :func:`shap_values`).
     n_jobs : int, default=None
 
     Returns
@@ -358,6 +375,9 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    if background is not None:
+        return interventional_values(model, X, background, kind="banzhaf", parameters=(q,),
+                                     n_jobs=n_jobs)
     if _dask.is_dask_collection(X):
         return _dask.explain(banzhaf_values, model, X, n_jobs=n_jobs, q=q)
     return _uniform_semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs)
