@@ -127,7 +127,7 @@ class InterventionalGame:
         self.expected_value = _predict.predict_raw(ensemble, background, n_threads).mean(axis=0)
         n_trees = ensemble.n_trees
         if n_trees == 0 or len(leaf_dim) == 0:
-            self.table_groups, self.direct_groups = [], []
+            self.groups, self._summaries = [], {}
             return
         starts = tree_leaf_start[:-1]
         power = np.ldexp(1.0, np.minimum(leaf_dim, 63).astype(int))  # 2^d as float
@@ -143,30 +143,39 @@ class InterventionalGame:
             tabulate = np.zeros(n_trees, dtype=bool)
         else:
             tabulate = feasible & (tree_build <= tree_direct)
-        scale = 1.0 / self.n_background
-        # tabulated trees: histograms -> tables, in groups of bounded size
-        self.table_groups = []
-        group, size = [], 0
-        trees = list(np.flatnonzero(tabulate & multi_node))
-        for position, t in enumerate(trees):
-            group.append(t)
-            size += tree_entries[t]
-            if size >= _TABLE_GROUP_ENTRIES or position == len(trees) - 1:
-                self.table_groups.append(
-                    self._tables(np.asarray(group, np.int64), background, scale, n_threads))
-                group, size = [], 0
-        # the others: distinct background patterns per leaf
-        self.direct_groups = []
-        group, size = [], 0
-        trees = list(np.flatnonzero(~tabulate & multi_node))
-        for position, t in enumerate(trees):
-            group.append(t)
-            size += self.n_background * (tree_leaf_start[t + 1] - tree_leaf_start[t])
-            if size >= _PATTERN_GROUP_ENTRIES or position == len(trees) - 1:
-                self.direct_groups.append(
-                    self._patterns(np.asarray(group, np.int64), background, n_threads))
-                group, size = [], 0
-        self.scale = scale
+        self.scale = 1.0 / self.n_background
+        self.background = background
+        # Trees in groups of bounded size: tabulated ones (histograms -> tables)
+        # and the others (distinct background patterns per leaf). A group's
+        # summary is built when rows come; kept when it is the only group
+        # (so sparse blocks and dask partitions reuse it), else rebuilt.
+        self.groups = []
+        for route, selected, size_of in (
+                ("tables", tabulate & multi_node, tree_entries),
+                ("direct", ~tabulate & multi_node,
+                 self.n_background * np.diff(tree_leaf_start))):
+            limit = _TABLE_GROUP_ENTRIES if route == "tables" else _PATTERN_GROUP_ENTRIES
+            group, size = [], 0
+            trees = list(np.flatnonzero(selected))
+            for position, t in enumerate(trees):
+                group.append(t)
+                size += size_of[t]
+                if size >= limit or position == len(trees) - 1:
+                    self.groups.append((route, np.asarray(group, np.int64)))
+                    group, size = [], 0
+        self._summaries = {}
+
+    def _summary(self, index, n_threads):
+        if index in self._summaries:
+            return self._summaries[index]
+        route, trees = self.groups[index]
+        if route == "tables":
+            summary = self._tables(trees, self.background, self.scale, n_threads)
+        else:
+            summary = self._patterns(trees, self.background, n_threads)
+        if len(self.groups) == 1:
+            self._summaries[index] = summary
+        return summary
 
     def _leaves(self, trees):
         start = self.structure["tree_leaf_start"]
@@ -214,13 +223,17 @@ class InterventionalGame:
         (n_rows, n_outputs, n_features)."""
         ensemble = self.ensemble
         phi = np.zeros((rows.shape[0], ensemble.n_outputs, ensemble.n_features))
-        for trees, tables, start_by_leaf in self.table_groups:
-            _semivalues.pattern_semivalues(ensemble, rows, self.structure, trees, tables,
-                                           start_by_leaf, phi, n_threads)
-        for trees, pattern_start, distinct, counts in self.direct_groups:
-            _interventional.direct_semivalues(
-                ensemble, rows, self.structure, trees, pattern_start, distinct, counts,
-                self.w_plus, self.w_minus, self.scale, phi, n_threads)
+        for index, (route, _) in enumerate(self.groups):
+            summary = self._summary(index, n_threads)
+            if route == "tables":
+                trees, tables, start_by_leaf = summary
+                _semivalues.pattern_semivalues(ensemble, rows, self.structure, trees, tables,
+                                               start_by_leaf, phi, n_threads)
+            else:
+                trees, pattern_start, distinct, counts = summary
+                _interventional.direct_semivalues(
+                    ensemble, rows, self.structure, trees, pattern_start, distinct, counts,
+                    self.w_plus, self.w_minus, self.scale, phi, n_threads)
         return phi
 
     def explain(self, X, n_threads):
@@ -286,8 +299,11 @@ def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1
 
     ensemble = _explained(model)
     if _dask.is_dask_collection(X):
+        n_threads = resolve_n_jobs(n_jobs)
         game = InterventionalGame(ensemble, _check_background(ensemble, background), kind,
-                                  parameters, math.inf, resolve_n_jobs(n_jobs))
+                                  parameters, math.inf, n_threads)
+        if len(game.groups) == 1:  # built once here, shipped with the graph
+            game._summary(0, n_threads)
         return _dask.map_rows(
             _game_values, game, X, trailing_shape=_dask._ensemble_output_shape(
                 ensemble, ensemble.n_features + 1),

@@ -365,3 +365,25 @@ def test_rows_on_thresholds(library):
         raw = model.predict
     rows, bg = _split(X, n_rows=4, n_bg=15)
     check(model, raw, rows, bg, rtol=1e-6)
+
+
+@pytest.mark.parametrize("route", ["tables", "direct"])
+def test_tree_groups_give_the_same_values(monkeypatch, route):
+    # Many small groups of trees (summaries rebuilt per call, sparse blocks)
+    # against one group.
+    import scipy.sparse
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(seed=11, nan=0.1)
+    model = xgb.XGBRegressor(n_estimators=12, max_depth=4, n_jobs=1).fit(X, y)
+    monkeypatch.setattr(iv, "_FORCE_ROUTE", route)
+    one = shap_values(model, X[:50], background=X[100:180])
+    monkeypatch.setattr(iv, "_TABLE_GROUP_ENTRIES", 300)
+    monkeypatch.setattr(iv, "_PATTERN_GROUP_ENTRIES", 300)
+    from sklearn_r2shap import to_ensemble
+    game = iv.InterventionalGame(to_ensemble(model), X[100:180], "beta", (1, 1), 50, 1)
+    assert len(game.groups) > 3
+    np.testing.assert_array_equal(shap_values(model, X[:50], background=X[100:180]), one)
+    # XGBoost reads an absent sparse entry as missing, as NaN in X
+    np.testing.assert_array_equal(
+        shap_values(model, scipy.sparse.csr_matrix(np.nan_to_num(X[:50])),
+                    background=X[100:180]), one)
