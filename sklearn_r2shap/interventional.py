@@ -227,8 +227,8 @@ class InterventionalGame:
             summary = self._summary(index, n_threads)
             if route == "tables":
                 trees, tables, start_by_leaf = summary
-                _semivalues.pattern_semivalues(ensemble, rows, self.structure, trees, tables,
-                                               start_by_leaf, phi, n_threads)
+                _interventional.table_semivalues(ensemble, rows, self.structure, trees, tables,
+                                                 start_by_leaf, phi, n_threads)
             else:
                 trees, pattern_start, distinct, counts = summary
                 _interventional.direct_semivalues(

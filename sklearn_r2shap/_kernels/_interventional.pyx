@@ -302,3 +302,82 @@ def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1]
     interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                     const double[::1] tables, const int64_t[::1] table_start,
+                     double[:, :, ::1] out, int n_threads):
+    """Add the tabulated values of ``trees`` to ``out`` (n_rows, n_outputs, p):
+    every row reads, at every leaf, the table row of its pattern (times the
+    leaf's value). ``table_start`` is indexed by the structure's leaf index.
+    Rows in blocks, and within a block leaf by leaf, so that a leaf's table
+    stays in cache; each row adds its trees in order (no dependence on the
+    thread count)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t block = 64
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t W = f.n_values
+    cdef int64_t O = out.shape[1]
+    cdef int64_t P = out.shape[2]
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, lv, v, d, e, b, w, n_leaves
+    cdef double value
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* target
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                if f.tree_start[t + 1] - start == 1:
+                    continue
+                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
+                for i in range(i0, i1):
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                for lv in range(n_leaves):
+                    v = tree_leaf_start[t] + lv
+                    d = dim[v]
+                    feat = &feature[fstart[v]]
+                    for w in range(W):
+                        value = f.value[leaf_node[v] * W + w]
+                        if value == 0.0:
+                            continue
+                        for i in range(i0, i1):
+                            row = &tables[table_start[v] + leaf_pattern[(i - i0) * n_leaves + lv] * d]
+                            target = &out[i, f.tree_output[t] if W == 1 else w, 0]
+                            for b in range(d):
+                                target[feat[b]] += value * row[b]
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
