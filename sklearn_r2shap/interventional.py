@@ -196,7 +196,33 @@ class InterventionalGame:
             scale, n_threads)
         start_by_leaf = np.full(len(leaf_dim), -1, dtype=np.int64)
         start_by_leaf[leaves] = table_start[:-1]
-        return trees, tables, start_by_leaf
+        if self.ensemble.n_values != 1:
+            return trees, tables, start_by_leaf
+        return (trees,) + self._units(leaves, tables, start_by_leaf, n_threads)
+
+    def _units(self, leaves, tables, start_by_leaf, n_threads):
+        """Pair sibling leaves (kernel ``unit_tables``): leaf values folded in."""
+        ens, structure = self.ensemble, self.structure
+        leaf_node = structure["leaf_node"]
+        nodes = leaf_node[leaves]
+        parent = ens.parent[nodes]
+        left, right = ens.children_left[parent], ens.children_right[parent]
+        first = (left == nodes) & (ens.children_left[right] < 0)  # left leaf, sibling a leaf
+        second = (right == nodes) & (ens.children_left[left] < 0)
+        unit_first = leaves[~second]
+        unit_second = np.full(len(unit_first), -1, dtype=np.int64)
+        unit_second[first[~second]] = np.searchsorted(leaf_node, right[first])
+        dim = structure["leaf_dim"][unit_first]
+        unit_bit = structure["node_slot"][leaf_node[unit_first]]
+        sizes = (1 << (dim + (unit_second >= 0))) * dim
+        unit_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        unit_tables = _interventional.unit_tables(
+            ens, structure, tables, start_by_leaf, unit_first, unit_second, unit_bit,
+            unit_start, n_threads)
+        tree = np.searchsorted(structure["tree_leaf_start"], unit_first, side="right") - 1
+        tree_unit_start = np.concatenate(
+            [[0], np.cumsum(np.bincount(tree, minlength=ens.n_trees))]).astype(np.int64)
+        return tree_unit_start, unit_first, unit_second, unit_bit, unit_start, unit_tables
 
     def _patterns(self, trees, background, n_threads):
         structure = self.structure
@@ -225,10 +251,13 @@ class InterventionalGame:
         phi = np.zeros((rows.shape[0], ensemble.n_outputs, ensemble.n_features))
         for index, (route, _) in enumerate(self.groups):
             summary = self._summary(index, n_threads)
-            if route == "tables":
+            if route == "tables" and len(summary) == 3:  # several values per leaf
                 trees, tables, start_by_leaf = summary
                 _interventional.table_semivalues(ensemble, rows, self.structure, trees, tables,
                                                  start_by_leaf, phi, n_threads)
+            elif route == "tables":
+                _interventional.unit_semivalues(ensemble, rows, self.structure, *summary, phi,
+                                                n_threads)
             else:
                 trees, pattern_start, distinct, counts = summary
                 _interventional.direct_semivalues(
