@@ -387,3 +387,23 @@ def test_tree_groups_give_the_same_values(monkeypatch, route):
     np.testing.assert_array_equal(
         shap_values(model, scipy.sparse.csr_matrix(np.nan_to_num(X[:50])),
                     background=X[100:180]), one)
+
+
+def test_lightgbm_zero_as_missing_and_xgboost_missing_value():
+    # LightGBM missing_type=Zero (|x| <= 1e-35 takes the default child) and
+    # XGBoost's missing=0: hybrid rows mix zeros of x and of the background.
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(seed=12)
+    X = np.where(np.abs(X) < 0.4, 0.0, X)
+    model = lgb.LGBMRegressor(n_estimators=6, num_leaves=10, zero_as_missing=True, verbose=-1,
+                              n_jobs=1).fit(X, y)
+    from sklearn_r2shap import to_ensemble
+    from sklearn_r2shap._model._ensemble import DECISION_LEQ_ZERO_MISSING
+
+    assert np.any(to_ensemble(model).decision_type == DECISION_LEQ_ZERO_MISSING)
+    rows, bg = _split(X)
+    assert (rows == 0).any() and (bg == 0).any()
+    check(model, functools.partial(model.predict, raw_score=True), rows, bg, rtol=1e-6)
+    model = xgb.XGBRegressor(n_estimators=6, max_depth=4, missing=0.0, n_jobs=1).fit(X, y)
+    check(model, functools.partial(model.predict, output_margin=True), rows, bg, rtol=1e-5)
