@@ -151,7 +151,7 @@ def main():
           "woodelf / ours | max |ours - shap| | max |ours - woodelf| |")
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for size in args.sizes.split(","):
+        for size in filter(None, args.sizes.split(",")):
             n, m = (int(v) for v in size.split("x"))
             rng = np.random.default_rng(1)
             X = X_train[rng.choice(len(X_train), n, replace=False)]
@@ -195,17 +195,31 @@ def main():
                   f"keeps {default.data.shape[0]} background rows; max |ours - shap| = "
                   f"{np.max(np.abs(ours[:, :-1] - sv)):.3f}, shap's expected value - mean "
                   f"prediction = {float(default.expected_value) - ours[0, -1]:.3f}")
-            # one (row, background row) pair where shap's interventional kernel
-            # is wrong: brute force over all 2^20 coalitions of the 20 features
-            x, b = X[78], B[8:9]
+            # one (row, background row) pair of the 2,000 x 2,000 sample where shap
+            # and woodelf are wrong: brute force over all 2^20 coalitions
+            rng = np.random.default_rng(1)
+            X = X_b[rng.choice(len(X_b), 2000, replace=False)]
+            B = X_b[rng.choice(len(X_b), 2000, replace=False)]
+            x, b = X[565], B[172:173]
             ref = brute_force(model_b, x, b)
             ours = shap_values(model_b, x[None], background=b, n_jobs=args.threads)[0, :-1]
             sv = shap.TreeExplainer(model_b, data=b, feature_perturbation="interventional"
                                     ).shap_values(x[None], check_additivity=False)[0]
-            print(f"one pair (row 78, background row 8), 2^20 coalitions: max |ours - brute "
-                  f"force| = {np.max(np.abs(ours - ref)):.1e}, max |shap - brute force| = "
-                  f"{np.max(np.abs(sv - ref)):.1e} (features {np.flatnonzero(np.abs(sv - ref) > 1e-4)})")
-
+            _, wv = run_woodelf(model_b, x[None], b, args.threads, 1, tmp)
+            f32 = np.float32
+            sv32 = shap.TreeExplainer(model_b, data=b.astype(f32).astype(float),
+                                      feature_perturbation="interventional").shap_values(
+                x[None].astype(f32).astype(float), check_additivity=False)[0]
+            print(f"one pair (row 565, background row 172 of the 2,000 x 2,000 sample), 2^20 "
+                  f"coalitions: max |ours - brute force| = {np.max(np.abs(ours - ref)):.1e}, "
+                  f"max |shap - brute force| = {np.max(np.abs(sv - ref)):.1e}"
+                  + (f", max |woodelf - brute force| = {np.max(np.abs(wv - ref)):.1e}"
+                     if wv is not None else "")
+                  + f"; shap on float32-rounded rows: {np.max(np.abs(sv32 - ref)):.1e}")
+            print(f"  background value x_9 = {b[0, 9]!r} rounds to float32 {f32(b[0, 9])!r}, "
+                  f"one ulp below a threshold {f32(-0.4483002)!r}: XGBoost (float32(x) < t) "
+                  "sends it left, a float64 comparison with the threshold moved one ulp down "
+                  "(x <= nextafter(t)) sends it right")
 
 if __name__ == "__main__":
     main()
