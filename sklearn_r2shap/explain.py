@@ -265,7 +265,7 @@ def shap_values(model, X, *, background=None, n_jobs=None):
     background : array-like, DataFrame or sparse matrix of shape (n_background, n_features), default=None
         If given, the Shapley values of the interventional game
         ``v_x(S) = mean over background rows b of f(x_S, b_rest)``
-        (:mod:`sklearn_r2shap.interventional`, page "Path-dependent and
+        (``sklearn_r2shap.interventional``, page "Path-dependent and
         interventional values"); the expected value is then the mean raw
         prediction over the background. Cost linear in rows + background rows.
     n_jobs : int, default=None
