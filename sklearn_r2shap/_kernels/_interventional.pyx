@@ -24,8 +24,8 @@
 #     phi_i = - W-(|A|, |Bf|),  W-(k, m) = int t^k (1 - t)^(m-1) dmu   (i in Bf)
 # (Shapley: W+ = (k-1)! m! / (k+m)!, W- = k! (m-1)! / (k+m)!). The same
 # closed form is used by Laberge and Pequignot (2022, "Understanding
-# interventional TreeSHAP: how and why it works") and by woodelf (Nadel et
-# al. 2025); it is derived here from the definition above.
+# interventional TreeSHAP: how and why it works") and by woodelf
+# (woodelf-explainer); it is derived here from the definition above.
 #
 # Patterns. On a leaf with d distinct path features, x gives a bit pattern a
 # and b a pattern c (``row_patterns`` in _forest.pxd, the routing code every
