@@ -23,9 +23,11 @@ from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
 from ._games import semivalues as _games
+from ._model import explainable_ensemble as _explained
 from ._model import to_ensemble
 from ._numerics import beta_quadrature
 from ._validation import n_rows_features, resolve_n_jobs
+from .interventional import interventional_values
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
@@ -35,17 +37,6 @@ def _check_beta_parameter(name, value):
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
-
-
-def _explained(model):
-    """The model's ensemble, refusing linear leaves (see piecewise.py)."""
-    ensemble = to_ensemble(model)
-    if ensemble.has_linear_leaves:
-        raise UnsupportedModelError(
-            f"{ensemble.model_type} has linear leaves (linear_tree=True); use "
-            "PiecewiseLinearExplainer to explain it."
-        )
-    return ensemble
 
 
 def _output_shape(ensemble, width):
@@ -87,8 +78,9 @@ def expected_value(model):
     return _games.expected_values(to_ensemble(model))
 
 
-def shap_values(model, X, *, n_jobs=None, verbose="auto"):
-    """Exact path-dependent SHAP values (TreeSHAP's game) of every row.
+def shap_values(model, X, *, background=None, n_jobs=None, verbose="auto"):
+    """Exact SHAP values of every row: path-dependent (TreeSHAP's game), or
+    interventional given ``background``.
 
     Parameters
     ----------
@@ -97,6 +89,12 @@ def shap_values(model, X, *, n_jobs=None, verbose="auto"):
         LightGBM or CatBoost model.
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
+    background : array-like, DataFrame or sparse matrix of shape (n_background, n_features), default=None
+        If given, the Shapley values of the interventional game
+        ``v_x(S) = mean over background rows b of f(x_S, b_rest)``
+        (``sklearn_r2shap.interventional``, page "Path-dependent and
+        interventional values"); the expected value is then the mean raw
+        prediction over the background. Cost linear in rows + background rows.
     n_jobs : int, default=None
         Threads; None uses all cores. The values do not depend on it (bit
         for bit).
@@ -125,10 +123,13 @@ def shap_values(model, X, *, n_jobs=None, verbose="auto"):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if background is not None:
+        return interventional_values(model, X, background, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
 
 
-def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None, verbose="auto"):
+def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=None,
+                        verbose="auto"):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
@@ -163,12 +164,15 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None, verbose="auto
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
+    if background is not None:
+        return interventional_values(model, X, background, kind="beta",
+                                     parameters=(alpha, beta), n_jobs=n_jobs)
     desc = "SHAP values" if alpha == beta == 1 else f"Beta({alpha}, {beta}) Shapley values"
     return _semivalues(model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1),
                        n_jobs, verbose, desc)
 
 
-def banzhaf_values(model, X, *, q=0.5, n_jobs=None, verbose="auto"):
+def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None, verbose="auto"):
     """Exact weighted Banzhaf values ``grad F(q 1)`` of the path-dependent game.
 
     Weights ``w(s) = q^s (1 - q)^(n - 1 - s)``; ``q = 0.5`` is the Banzhaf value.
@@ -201,6 +205,9 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None, verbose="auto"):
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    if background is not None:
+        return interventional_values(model, X, background, kind="banzhaf", parameters=(q,),
+                                     n_jobs=n_jobs)
     return _semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs, verbose,
                        "Banzhaf values")
 

@@ -164,7 +164,8 @@ cdef inline void row_patterns(
         if f.prev_same[k] >= 0:
             bit = bit & (pattern[p] >> b)
         pattern[kk] = (pattern[p] & ~((<uint64_t> 1) << b)) | (bit << b)
-        left_taken[kk] = goes_left(f, k, x)
+        if f.left[k] >= 0:  # only internal nodes' decisions are read
+            left_taken[kk] = goes_left(f, k, x)
 
 
 # Ctrl-C in nogil kernels. Python runs signal handlers only in the main

@@ -92,3 +92,15 @@ def to_ensemble(model, *, missing=None):
             )
         return adapter.convert(model, missing=missing)
     return adapter.convert(model)
+
+
+def explainable_ensemble(model):
+    """The model's ensemble for the path-dependent and interventional games,
+    refusing linear leaves (``PiecewiseLinearExplainer`` explains those)."""
+    ensemble = to_ensemble(model)
+    if ensemble.has_linear_leaves:
+        raise UnsupportedModelError(
+            f"{ensemble.model_type} has linear leaves (linear_tree=True); use "
+            "PiecewiseLinearExplainer to explain it."
+        )
+    return ensemble

@@ -1,0 +1,520 @@
+# Semivalues of the interventional game (doc/interventional.rst; Janzing,
+# Minorics and Bloebaum 2020, "Feature relevance quantification in
+# explainable AI: a causal problem"; shap's feature_perturbation=
+# "interventional"): with background rows b in B,
+#     v_x(S) = (1/|B|) sum_b f(z),   z_S = x_S, z_rest = b_rest,
+# every split decided on the hybrid row z.
+#
+# One leaf, one background row. A leaf l is reached by z iff, for every
+# distinct feature j on l's path, z_j satisfies all of the path's conditions
+# on j (NaN routing and categorical sets included: each condition reads one
+# coordinate). With a_j = [x_j satisfies them] and c_j = [b_j does], the
+# leaf's indicator is the game u(S) = prod_{j in S} a_j prod_{j not in S} c_j.
+# If some j has a_j = c_j = 0, u = 0. Otherwise, with
+#     A = {j : a_j = 1, c_j = 0}  (x satisfies, b fails)
+#     Bf = {j : a_j = 0, c_j = 1} (b satisfies, x fails),
+# u(S) = 1 iff A is in S and S misses Bf; every other feature is a null player.
+# The marginal u(S + i) - u(S) is +1 for i in A only at S n (A u Bf) = A - i,
+# and -1 for i in Bf only at S n (A u Bf) = A. Summing a semivalue's weight
+# w_n(s) over the free choice of the n - |A| - |Bf| null players, with
+# w_n(s) = int t^s (1 - t)^(n - 1 - s) dmu(t) (every semivalue is such an
+# integral; Shapley: mu uniform; Beta(alpha, beta) Shapley: mu = Beta(beta,
+# alpha); weighted Banzhaf q: mu = delta_q), gives
+#     phi_i = + W+(|A|, |Bf|),  W+(k, m) = int t^(k-1) (1 - t)^m dmu   (i in A)
+#     phi_i = - W-(|A|, |Bf|),  W-(k, m) = int t^k (1 - t)^(m-1) dmu   (i in Bf)
+# (Shapley: W+ = (k-1)! m! / (k+m)!, W- = k! (m-1)! / (k+m)!). The same
+# closed form is used by Laberge and Pequignot (2022, "Understanding
+# interventional TreeSHAP: how and why it works") and by woodelf
+# (woodelf-explainer); it is derived here from the definition above.
+#
+# Patterns. On a leaf with d distinct path features, x gives a bit pattern a
+# and b a pattern c (``row_patterns`` in _forest.pxd, the routing code every
+# kernel uses). u is non-zero iff (a | c) is all ones; then Bf = ~a (fixed by
+# x) and A = ~c (fixed by b). So, with h[c] the number of background rows with
+# pattern c at the leaf, x's values on the leaf are
+#     phi_i = sum_{c : ~c in a} h[c] W+(|~c|, d - |a|)   for i in ~c
+#     phi_i = - sum_{c : ~c in a} h[c] W-(|~c|, d - |a|) for i in ~a,
+# a function of a alone: a table T[a, i] per leaf, built once per tree from
+# the background's histogram (3^d terms: c ranges over ~a | s, s in a), then
+# every row reads its pattern's row of the table. Rows + background rows,
+# not their product. Trees with too many distinct features on a path for a
+# 2^d table go to ``direct_semivalues``: each row runs over the leaf's
+# distinct background patterns (at most min(|B|, 2^d) of them).
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+from ._forest cimport (
+    Forest, forest_from, row_patterns,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int r2shap_popcount(unsigned long long v) { return (int)__popcnt64(v); }
+    #else
+    static int r2shap_popcount(unsigned long long v) { return __builtin_popcountll(v); }
+    #endif
+    """
+    int popcount "r2shap_popcount" (unsigned long long v) noexcept nogil
+
+
+cdef inline uint64_t full_mask(int64_t d) noexcept nogil:
+    return (~(<uint64_t> 0)) if d >= 64 else (((<uint64_t> 1) << d) - 1)
+
+
+def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[::1] trees,
+                          const int64_t[::1] hist_start, int n_threads):
+    """h[hist_start[v] + c]: how many background rows have pattern c at leaf v.
+
+    ``hist_start`` is indexed by the structure's leaf index (the leaves of
+    ``trees``; each has a 2^d block). One thread per tree, background rows in
+    order, so the counts do not depend on the thread count.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef int64_t n_hist = 0
+    cdef int64_t n_bg = B.shape[0]
+    cdef Py_ssize_t ti
+    cdef int64_t t, start, i, v
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    for ti in range(trees.shape[0]):
+        t = trees[ti]
+        for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+            n_hist = max(n_hist, hist_start[v] + (1 << structure["leaf_dim"][v]))
+    cdef double[::1] hist = np.zeros(n_hist)
+    if n_bg == 0 or trees.shape[0] == 0:
+        return np.asarray(hist)
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL:
+            failed[0] = 1
+        for ti in prange(trees.shape[0], schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            t = trees[ti]
+            start = f.tree_start[t]
+            if f.tree_start[t + 1] - start == 1:
+                continue
+            for i in range(n_bg):
+                row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
+                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+                    hist[hist_start[v] + pattern[leaf_node[v] - start]] += 1.0
+        free(left_taken)
+        free(pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(hist)
+
+
+def background_patterns(ens, structure, const double[:, ::1] B, const int64_t[::1] trees,
+                        const int64_t[::1] column, int64_t n_columns, int n_threads):
+    """P[i, column[v]]: background row i's pattern at leaf v (leaves of ``trees``)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef int64_t n_bg = B.shape[0]
+    cdef uint64_t[:, ::1] out = np.zeros((n_bg, n_columns), dtype=np.uint64)
+    cdef Py_ssize_t i
+    cdef int64_t ti, t, start, v
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_bg == 0 or trees.shape[0] == 0:
+        return np.asarray(out)
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL:
+            failed[0] = 1
+        for i in prange(n_bg, schedule="static"):
+            if failed[0] or interrupted(&stop):
+                continue
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                if f.tree_start[t + 1] - start == 1:
+                    continue
+                row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
+                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+                    out[i, column[v]] = pattern[leaf_node[v] - start]
+        free(left_taken)
+        free(pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(out)
+
+
+def interventional_tables(structure, const int64_t[::1] leaves, const double[::1] hist,
+                          const int64_t[::1] hist_start, const int64_t[::1] table_start,
+                          const double[:, ::1] w_plus, const double[:, ::1] w_minus,
+                          double scale, int n_threads):
+    """T[a, i] of every leaf in ``leaves`` (indices into the structure's leaf
+    arrays), times ``scale`` (1 / number of background rows).
+
+    ``table_start[r]`` is where leaf ``leaves[r]``'s 2^d x d block starts;
+    ``hist_start`` (by structure leaf index) where its histogram does.
+    """
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef int64_t n_leaves = leaves.shape[0]
+    cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
+    cdef Py_ssize_t r
+    cdef int64_t v, d, na, nb, k, b
+    cdef uint64_t a, s, c, full, bits
+    cdef double count, wp, minus
+    cdef const double* h
+    cdef double* row
+    cdef Interrupt stop = interrupt_new()
+    for r in prange(n_leaves, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        if interrupted(&stop):
+            continue
+        v = leaves[r]
+        d = dim[v]
+        full = full_mask(d)
+        h = &hist[hist_start[v]]
+        for a in range(<uint64_t> 1 << d):
+            row = &tables[table_start[r] + a * d]
+            na = popcount(a)
+            nb = d - na
+            minus = 0.0
+            s = a
+            while True:  # every s in a: c = ~a | s, A = a - s, Bf = ~a
+                c = (full & ~a) | s
+                count = h[c]
+                if count != 0.0:
+                    k = na - popcount(s)
+                    if k > 0:
+                        wp = count * w_plus[k, nb]
+                        bits = a & ~s
+                        for b in range(d):
+                            if (bits >> b) & 1:
+                                row[b] = row[b] + wp
+                    if nb > 0:
+                        minus = minus + count * w_minus[k, nb]
+                if s == 0:
+                    break
+                s = (s - 1) & a
+            for b in range(d):
+                if not ((a >> b) & 1):
+                    row[b] = row[b] - minus
+                row[b] = row[b] * scale
+    interrupt_raise(&stop)
+    return np.asarray(tables)
+
+
+def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                      const int64_t[::1] pattern_start, const uint64_t[::1] patterns,
+                      const double[::1] counts,
+                      const double[:, ::1] w_plus, const double[:, ::1] w_minus,
+                      double scale, double[:, :, ::1] out, int n_threads):
+    """Add the values of ``trees`` to ``out`` (n_rows, n_outputs, p), each row
+    running over its leaves' distinct background patterns
+    ``patterns[pattern_start[v]:pattern_start[v + 1]]`` (with their ``counts``;
+    ``pattern_start`` indexed by the structure's leaf index)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t W = f.n_values
+    cdef Py_ssize_t i
+    cdef int64_t ti, t, start, v, d, e, na, nb, k, b, w, o, q
+    cdef uint64_t a, c, full, bits
+    cdef double wp, minus, value
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef double* acc
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        acc = <double*> malloc(64 * sizeof(double))
+        if left_taken == NULL or pattern == NULL or acc == NULL:
+            failed[0] = 1
+        for i in prange(n_rows, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                if f.tree_start[t + 1] - start == 1:
+                    continue
+                row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+                    d = dim[v]
+                    full = full_mask(d)
+                    a = pattern[leaf_node[v] - start]
+                    na = popcount(a)
+                    nb = d - na
+                    for b in range(d):
+                        acc[b] = 0.0
+                    minus = 0.0
+                    for q in range(pattern_start[v], pattern_start[v + 1]):
+                        c = patterns[q]
+                        if (a | c) != full:
+                            continue
+                        bits = full & ~c  # A (inside a)
+                        k = popcount(bits)
+                        if k > 0:
+                            wp = counts[q] * w_plus[k, nb]
+                            for b in range(d):
+                                if (bits >> b) & 1:
+                                    acc[b] = acc[b] + wp
+                        if nb > 0:
+                            minus = minus + counts[q] * w_minus[k, nb]
+                    for b in range(d):
+                        if not ((a >> b) & 1):
+                            acc[b] = acc[b] - minus
+                    e = fstart[v]
+                    if W == 1:
+                        value = f.value[leaf_node[v]] * scale
+                        o = f.tree_output[t]
+                        for b in range(d):
+                            out[i, o, feature[e + b]] += value * acc[b]
+                    else:
+                        for w in range(W):
+                            value = f.value[leaf_node[v] * W + w] * scale
+                            for b in range(d):
+                                out[i, w, feature[e + b]] += value * acc[b]
+        free(left_taken)
+        free(pattern)
+        free(acc)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                     const double[::1] tables, const int64_t[::1] table_start,
+                     double[:, :, ::1] out, int n_threads):
+    """Add the tabulated values of ``trees`` to ``out`` (n_rows, n_outputs, p):
+    every row reads, at every leaf, the table row of its pattern (times the
+    leaf's value). ``table_start`` is indexed by the structure's leaf index.
+    Rows in blocks, and within a block leaf by leaf, so that a leaf's table
+    stays in cache; each row adds its trees in order (no dependence on the
+    thread count)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t block = 64
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t W = f.n_values
+    cdef int64_t O = out.shape[1]
+    cdef int64_t P = out.shape[2]
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, lv, v, d, e, b, w, n_leaves
+    cdef double value
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* target
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                if f.tree_start[t + 1] - start == 1:
+                    continue
+                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
+                for i in range(i0, i1):
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                for lv in range(n_leaves):
+                    v = tree_leaf_start[t] + lv
+                    d = dim[v]
+                    feat = &feature[fstart[v]]
+                    for w in range(W):
+                        value = f.value[leaf_node[v] * W + w]
+                        if value == 0.0:
+                            continue
+                        for i in range(i0, i1):
+                            row = &tables[table_start[v] + leaf_pattern[(i - i0) * n_leaves + lv] * d]
+                            target = &out[i, f.tree_output[t] if W == 1 else w, 0]
+                            for b in range(d):
+                                target[feat[b]] += value * row[b]
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+# Sibling leaves. Two leaves l1, l2 that are the children of one node k have
+# the same distinct path features (those of k's path and k's own, in the
+# same bits), and a row's patterns at them differ only in the bit s of k's
+# feature. So one table indexed by (a1, bit s of a2), 2^(d+1) rows of
+# v1 T1[a1] + v2 T2[a2], gives both leaves' values with one lookup and d
+# additions instead of two and 2d (single-value leaves).
+
+def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] table_start,
+                const int64_t[::1] unit_first, const int64_t[::1] unit_second,
+                const int64_t[::1] unit_bit, const int64_t[::1] unit_start, int n_threads):
+    """Tables of units (a leaf, or two sibling leaves), leaf values included.
+
+    ``table_start`` (by structure leaf index) locates each leaf's 2^d x d
+    table in ``tables``; unit u covers leaf ``unit_first[u]`` and, if
+    ``unit_second[u] >= 0``, its sibling, whose pattern differs in bit
+    ``unit_bit[u]``; its table starts at ``unit_start[u]``."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef int64_t n_units = unit_first.shape[0]
+    cdef double[::1] out = np.empty(unit_start[n_units] if n_units else 0)
+    cdef Py_ssize_t u
+    cdef int64_t l1, l2, d, s, q, b
+    cdef uint64_t a1, a2
+    cdef double v1, v2
+    cdef const double* t1
+    cdef const double* t2
+    cdef double* dst
+    if f.n_values != 1:
+        raise ValueError("unit_tables needs one value per leaf")
+    for u in prange(n_units, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        l1 = unit_first[u]
+        l2 = unit_second[u]
+        d = dim[l1]
+        v1 = f.value[leaf_node[l1]]
+        t1 = &tables[table_start[l1]]
+        if l2 < 0:
+            for a1 in range(<uint64_t> 1 << d):
+                dst = &out[unit_start[u] + a1 * d]
+                for b in range(d):
+                    dst[b] = v1 * t1[a1 * d + b]
+            continue
+        v2 = f.value[leaf_node[l2]]
+        t2 = &tables[table_start[l2]]
+        s = unit_bit[u]
+        for q in range(2):
+            for a1 in range(<uint64_t> 1 << d):
+                a2 = (a1 & ~((<uint64_t> 1) << s)) | ((<uint64_t> q) << s)
+                dst = &out[unit_start[u] + ((<uint64_t> q << d) | a1) * d]
+                for b in range(d):
+                    dst[b] = v1 * t1[a1 * d + b] + v2 * t2[a2 * d + b]
+    return np.asarray(out)
+
+
+def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                    const int64_t[::1] tree_unit_start, const int64_t[::1] unit_first,
+                    const int64_t[::1] unit_second, const int64_t[::1] unit_bit,
+                    const int64_t[::1] unit_start, const double[::1] tables,
+                    double[:, :, ::1] out, int n_threads):
+    """Add the values of ``trees`` (single-value leaves) to ``out`` (n_rows,
+    n_outputs, p) from their units' tables (``unit_tables``); tree t's units
+    are ``tree_unit_start[t]:tree_unit_start[t + 1]``. Rows in blocks, unit
+    by unit within a block; each row adds its trees and units in order."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t block = 64
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, lv, u, l1, l2, lv1, lv2, d, s, b, n_leaves, first
+    cdef uint64_t index
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* target
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    if f.n_values != 1:
+        raise ValueError("unit_semivalues needs one value per leaf")
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                if f.tree_start[t + 1] - start == 1:
+                    continue
+                first = tree_leaf_start[t]
+                n_leaves = tree_leaf_start[t + 1] - first
+                for i in range(i0, i1):
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[first + lv] - start])
+                for u in range(tree_unit_start[t], tree_unit_start[t + 1]):
+                    l1 = unit_first[u]
+                    l2 = unit_second[u]
+                    d = dim[l1]
+                    feat = &feature[fstart[l1]]
+                    lv1 = l1 - first
+                    lv2 = l2 - first
+                    s = unit_bit[u]
+                    for i in range(i0, i1):
+                        index = leaf_pattern[(i - i0) * n_leaves + lv1]
+                        if l2 >= 0:
+                            index = index | (((leaf_pattern[(i - i0) * n_leaves + lv2] >> s)
+                                              & 1) << d)
+                        row = &tables[unit_start[u] + index * d]
+                        target = &out[i, f.tree_output[t], 0]
+                        for b in range(d):
+                            target[feat[b]] += row[b]
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
