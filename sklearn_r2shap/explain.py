@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from . import _dask
+from . import _dask, _pipeline
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, map_row_blocks, resolve_n_jobs
@@ -181,7 +181,7 @@ def _with_expected_value(ensemble, contributions):
 
 def expected_value(model):
     """v_x(empty): the base value plus each tree's cover-weighted mean, per output."""
-    ensemble = to_ensemble(model)
+    ensemble = to_ensemble(_pipeline.final_step(model))
     means = _predict.node_means(ensemble)[ensemble.tree_start[:-1]]
     expected = ensemble.base_value.copy()
     if ensemble.n_values == 1:
@@ -282,6 +282,7 @@ def shap_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     if _dask.is_dask_collection(X):
         return _dask.explain(shap_values, model, X, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs)
@@ -318,6 +319,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None):
     >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
     (3, 11)
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
     if _dask.is_dask_collection(X):
@@ -355,6 +357,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None):
     >>> banzhaf_values(model, X[:2], q=0.2).shape
     (2, 11)
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
@@ -390,6 +393,7 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     if _dask.is_dask_collection(X):
         return _dask.explain(saabas_values, model, X, n_jobs=n_jobs)
     return _saabas_values(model, X, n_jobs)
@@ -416,6 +420,7 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     if _dask.is_dask_collection(X):
         return _dask.predict(predict_raw, model, X, n_jobs=n_jobs)
     return _predict_raw(model, X, n_jobs)
@@ -503,6 +508,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     >>> bool(np.allclose(phi, shap_values(model, X[:3])))
     True
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     ensemble = _explained(model)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (ensemble.n_features,):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _dask
+from . import _dask, _pipeline
 from ._cost import DEFAULT_EXACT_BUDGET, Progress, choose_algorithm, ensemble_cost
 from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
@@ -292,6 +292,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
     True
     """
+    model, X, pipeline_names = _pipeline.unwrap(model, X)  # a Pipeline: its last step
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)
     if _dask.is_dask_collection(X):
@@ -300,7 +301,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
             n_jobs=n_jobs, algorithm=algorithm, exact_budget=exact_budget,
             n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
     # the user's column names (LightGBM stores them with spaces replaced)
-    names = column_names(X)
+    names = column_names(X) if pipeline_names is None else pipeline_names
     if names is None:
         names = ensemble.feature_names
     n_rows, n_features = n_rows_features(X)
@@ -838,6 +839,12 @@ class ShapleyR2Importance(BaseTreeSelector):
         return "qshap", ensemble
 
     def _decompose(self, model, X, y, sample_weight, return_local=False):
+        names = None
+        if _pipeline.ends_in_tree_model(model) or self.method == "qshap":
+            # the last step on the transformed rows (other Pipelines: shapFlex on the whole)
+            model, X, names = self._explained_model(model, X)
+        else:
+            self._transformed_features, self._explained_names = False, None
         method, ensemble = self._resolve_method(model)
         if method == "qshap":
             result = r2_decomposition(
@@ -858,7 +865,9 @@ class ShapleyR2Importance(BaseTreeSelector):
 
             result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
                                             sample_weight=sample_weight, n_jobs=self.n_jobs)
-        if hasattr(self, "feature_names_in_"):
+        if names is not None:
+            result.feature_names = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_") and not self._transformed_features:
             result.feature_names = np.asarray(self.feature_names_in_, dtype=object)
         return result
 

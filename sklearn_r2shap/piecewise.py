@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _dask
+from . import _dask, _pipeline
 from ._kernels import _piecewise, _semivalues
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
@@ -347,6 +347,9 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5], raw_score=True)))
     True
     """
+    if _pipeline.is_pipeline(model):  # its last step, rows and background transformed
+        background = _pipeline.transform(model, background)
+    model, X, _ = _pipeline.unwrap(model, X)
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
@@ -693,7 +696,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         else:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             self._log("fitted the model", since)
-        self.ensemble_ = to_ensemble(self.estimator_)
+        model, X, _ = self._explained_model(self.estimator_, X)  # a Pipeline: its last step
+        self.ensemble_ = to_ensemble(model)
         since = time.perf_counter()
         game = _build_game(self.ensemble_, X, sample_weight, n_threads)
         self._game = game
@@ -727,6 +731,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
+        X = self._explained_rows(X)
         if _dask.is_dask_collection(X):
             return _dask.piecewise_values(self._game, X, n_jobs=self.n_jobs)
         n_threads = resolve_n_jobs(self.n_jobs)
