@@ -125,7 +125,11 @@ def bench_brute_force(args):
 def bench_constant(args):
     import lightgbm as lgb
 
-    from sklearn_r2shap import explain, piecewise, shap_values, to_ensemble
+    import importlib
+
+    from sklearn_r2shap import piecewise, shap_values, to_ensemble
+
+    explain = importlib.import_module("sklearn_r2shap.explain")  # the module, not explain()
 
     X, y = data(args.train_rows, args.features)
     X_explain = data(args.rows, args.features, seed=1)[0]

@@ -20,6 +20,10 @@ from .explain import (
     saabas_values,
     shap_values,
 )
+# After the lines above: ``from .explain import ...`` binds the submodule ``explain``
+# as an attribute of the package; the function of the same name replaces it here
+# (the module stays importable as ``sklearn_r2shap.explain`` via sys.modules).
+from .explanation import Explanation, explain
 
 __version__ = "0.1.0"
 
@@ -28,6 +32,8 @@ __all__ = [
     "UnsupportedModelError",
     "to_ensemble",
     "shap_values",
+    "explain",
+    "Explanation",
     "saabas_values",
     "banzhaf_values",
     "beta_shapley_values",
