@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from . import _dask, _pipeline
+from . import _dask, _groups, _pipeline
 from ._kernels import _predict, _saabas, _semivalues
 from ._model import to_ensemble
 from ._validation import check_rows, map_row_blocks, resolve_n_jobs
@@ -250,7 +250,7 @@ def _uniform_semivalues(model, X, points_weights, n_jobs):
     return _with_expected_value(ensemble, phi)
 
 
-def shap_values(model, X, *, n_jobs=None):
+def shap_values(model, X, *, groups=None, n_jobs=None):
     """Exact path-dependent SHAP values (TreeSHAP's game) of every row.
 
     Parameters
@@ -260,6 +260,15 @@ def shap_values(model, X, *, n_jobs=None):
         LightGBM or CatBoost model.
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain. NaN is allowed where the model accepts it.
+    groups : mapping or "input", default=None
+        Feature groups as players: a mapping of group name to columns (names
+        or indices; a column in at most one group, every other column a
+        player of its own, after the groups). The values are the exact
+        Shapley values of the game whose players are the groups (page
+        :ref:`explanations`), not sums of the members' values. ``"input"``:
+        for a Pipeline, each input column's transformed columns (e.g. its
+        one-hot columns) form its group. The result then has one column per
+        player, the expected value last (:func:`explain` names them).
     n_jobs : int, default=None
         Threads; None uses all cores.
 
@@ -282,6 +291,8 @@ def shap_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if groups is not None:  # the groups as players (_groups.py)
+        return _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)[0]
     model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     if _dask.is_dask_collection(X):
         return _dask.explain(shap_values, model, X, n_jobs=n_jobs)

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from . import _dask, _pipeline
+from . import _dask, _groups, _pipeline
 from ._model import to_ensemble
 from ._validation import column_names
 
@@ -327,6 +327,18 @@ def _interaction_layout(phi, n_outputs):
     return phi[:, :, :-1, :-1].transpose(0, 2, 3, 1)
 
 
+def _group_data(X, groups, names):
+    """With ``groups="input"``: the input columns the groups stand for (a group's
+    data is one input column); else None (a group has no single value)."""
+    if not (isinstance(groups, str) and groups == "input"):
+        return None
+    inputs = column_names(X)
+    inputs = ([f"x{j}" for j in range(np.shape(X)[1])] if inputs is None
+              else [str(n) for n in inputs])
+    dense = _dense(X)
+    return dense[:, [inputs.index(str(n)) for n in names]]
+
+
 def _accepts(function, parameter):
     return parameter in inspect.signature(function).parameters
 
@@ -350,8 +362,12 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         Rows of the interventional game (page "Local attributions"); None
         gives the path-dependent values (TreeSHAP's game). For a Pipeline,
         transformed as X.
-    groups : mapping, default=None
-        Feature groups as players (not in this version: raises ValueError).
+    groups : mapping or "input", default=None
+        Feature groups as players (see :func:`~sklearn_r2shap.shap_values`):
+        exact Shapley values of the groups, one value per group, named by the
+        mapping's keys (then the columns in no group). ``"input"`` for a
+        Pipeline: one group per input column (its one-hot columns, ...),
+        ``data`` then holds the input columns. Path-dependent values only.
     interactions : bool, default=False
         Also compute the SHAP interaction values (``interaction_values``).
     n_jobs : int, default=None
@@ -384,12 +400,17 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         raise ValueError("explain() holds its rows in memory; pass X.compute() of the rows "
                          "to explain, or use shap_values on the dask collection (a lazy "
                          "dask array).")
-    if groups is not None:
-        raise ValueError("groups= (Shapley values of feature groups) is not available in "
-                         "this version; pass groups=None.")
     last, rows, names = _pipeline.unwrap(model, X)
     ensemble = to_ensemble(last)
-    if background is not None:
+    data = None
+    if groups is not None:
+        if background is not None or interactions:
+            raise ValueError("groups= gives the path-dependent Shapley values of the groups; "
+                             "it cannot be combined with background= or interactions=True.")
+        phi, names = _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)
+        description = "path-dependent SHAP values of feature groups"
+        data = _group_data(X, groups, names)
+    elif background is not None:
         if not _accepts(shap_values, "background"):
             raise ValueError(
                 "background= needs the interventional values (shap_values(model, X, "
@@ -402,6 +423,7 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     else:
         phi = shap_values(last, rows, n_jobs=n_jobs)
         description = "path-dependent SHAP values"
+        data = _dense(rows)
     interaction = None
     if interactions:
         if background is not None:
@@ -426,6 +448,6 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         output_names = (np.asarray(classes) if classes is not None
                         and len(classes) == ensemble.n_outputs
                         else np.arange(ensemble.n_outputs))
-    return Explanation(values, base_values, data=_dense(rows), feature_names=names,
+    return Explanation(values, base_values, data=data, feature_names=names,
                        output_names=output_names, interaction_values=interaction,
                        row_index=_row_index(X, values.shape[0]), description=description)
