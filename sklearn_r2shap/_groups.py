@@ -165,9 +165,9 @@ def input_groups(pipeline, input_names):
     return groups
 
 
-def grouped(function, model, X, groups, **kwargs):
-    """``function(model, X, **kwargs)`` (an array function of explain.py) with the
-    groups as players: ``(values with the expected value last, player names)``."""
+def grouped_model(model, X, groups):
+    """``(ensemble with the groups as players, rows, player names)`` of a model
+    (or Pipeline: its last step and transformed rows) and ``groups``."""
     from ._pipeline import has_transformers, unwrap
     from ._validation import column_names, n_rows_features
     from .explain import _explained
@@ -189,6 +189,31 @@ def grouped(function, model, X, groups, **kwargs):
     if names is None:
         names = ensemble.feature_names
     player, player_names = resolve_groups(groups, ensemble.n_features, names)
-    phi = function(ensemble.with_players(player), rows, **kwargs)
+    return ensemble.with_players(player), rows, player_names
+
+
+def grouped(function, model, X, groups, **kwargs):
+    """``function(model, X, **kwargs)`` (an array function of explain.py) with the
+    groups as players: ``(values with the expected value last, player names)``."""
+    ensemble, rows, player_names = grouped_model(model, X, groups)
+    phi = function(ensemble, rows, **kwargs)
     keep = np.r_[np.arange(len(player_names)), phi.shape[-1] - 1]
     return phi[..., keep], player_names
+
+
+def restrict_decomposition(result, player_names):
+    """An R2Decomposition of a grouped ensemble with its null players (the
+    columns beyond the groups, which no split credits) dropped."""
+    from dataclasses import replace
+
+    k = len(player_names)
+
+    def cut(values, axis=0):
+        if values is None:
+            return None
+        return values[:, :k] if axis == 1 else values[:k]
+
+    return replace(result, importances=cut(result.importances),
+                   std_errors=cut(result.std_errors), local=cut(result.local, axis=1),
+                   mc_std_errors=cut(result.mc_std_errors),
+                   feature_names=np.asarray(player_names, dtype=object))

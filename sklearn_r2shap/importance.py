@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _dask, _pipeline
+from . import _dask, _groups, _pipeline
 from ._cost import DEFAULT_EXACT_BUDGET, Progress, choose_algorithm, ensemble_cost
 from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
@@ -141,7 +141,7 @@ def _symmetric_game(leaf, target, weight, base, tree_mean, tree_output):
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
                      verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                     n_permutations=2, max_samples=None, random_state=None):
+                     n_permutations=2, max_samples=None, random_state=None, groups=None):
     """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
     For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
@@ -223,6 +223,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         Seeds the row subset and the sampled algorithm's feature orders
         (each row's orders depend only on the seed and the row's index, not
         on chunks or threads).
+    groups : mapping or "input", default=None
+        Feature groups as players (as in :func:`shap_values`): the shares are
+        the exact Shapley values of the R^2 (or D^2) game whose players are
+        the groups, named by the mapping's keys, then the columns in no
+        group. ``"input"`` for a Pipeline: one share per input column.
 
     Returns
     -------
@@ -292,6 +297,13 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
     True
     """
+    if groups is not None:  # the groups as players (_groups.py), null players dropped after
+        grouped, rows, players = _groups.grouped_model(model, X, groups)
+        result = r2_decomposition(
+            grouped, rows, y, sample_weight=sample_weight, return_local=return_local,
+            n_jobs=n_jobs, verbose=verbose, algorithm=algorithm, exact_budget=exact_budget,
+            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
+        return _groups.restrict_decomposition(result, players)
     model, X, pipeline_names = _pipeline.unwrap(model, X)  # a Pipeline: its last step
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)

@@ -196,3 +196,90 @@ def test_group_errors(models):
         shap_values(model, X[:3], groups=[[0, 1]])
     with pytest.raises(ValueError, match="'input'"):
         shap_values(model, X[:3], groups="inputs")
+
+
+# --------------------------------------------------------------------------
+# The R^2 game of groups (doc/r2_decomposition.rst, DESIGN.md sections 3 and 7)
+# --------------------------------------------------------------------------
+def _group_shapley(game, K):
+    """Shapley values of a game given over the 2^K bit masks of the groups."""
+    phi = np.zeros(K)
+    for k in range(K):
+        for mask in range(1 << K):
+            if mask >> k & 1:
+                continue
+            s = bin(mask).count("1")
+            w = math.factorial(s) * math.factorial(K - 1 - s) / math.factorial(K)
+            phi[k] += w * (game[mask | 1 << k] - game[mask])
+    return phi
+
+
+def reference_group_r2(ensemble, X, y, players):
+    """R2_g by enumeration of group subsets: sequential mode (boosting, one tree) with
+    F_0 the model's base value, symmetric mode for averaging forests."""
+    K = len(players)
+    masks = [{j for g in range(K) if m >> g & 1 for j in players[g]} for m in range(1 << K)]
+    q0 = np.sum((y - y.mean()) ** 2)
+    base = float(ensemble.base_value[0])
+    full = (1 << K) - 1
+    total = np.zeros(K)
+    for i in range(len(y)):
+        x = reference.prepare(ensemble, X[i])
+        table = np.array([[reference.tree_value(ensemble, t, x, S)[0] for S in masks]
+                          for t in range(ensemble.n_trees)])
+        if ensemble.averaging:
+            empty = table[:, 0]
+            centred = table - empty[:, None]
+            mu = base + empty.sum()
+            f_tilde = centred[:, full].sum()
+            for k in range(ensemble.n_trees):
+                r_sym = y[i] - mu - (f_tilde - centred[k, full]) / 2.0
+                total += _group_shapley((r_sym - centred[k]) ** 2, K)
+        else:
+            prediction = base
+            for k in range(ensemble.n_trees):
+                total += _group_shapley((y[i] - prediction - table[k]) ** 2, K)
+                prediction += table[k, full]
+    return -total / q0
+
+
+def test_r2_decomposition_of_groups_against_enumeration():
+    import xgboost
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    from sklearn_r2shap import r2_decomposition
+
+    X, y = _data(n=80)
+    groups = {"a": [0, 3], "b": [1, 4, 5]}
+    players = _players(groups, X.shape[1])
+    for model in (DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y),
+                  GradientBoostingRegressor(n_estimators=4, max_depth=3, random_state=0)
+                  .fit(X, y),
+                  RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, y),
+                  xgboost.XGBRegressor(n_estimators=4, max_depth=3).fit(X, y)):
+        result = r2_decomposition(model, X, y, groups=groups, return_local=True)
+        want = reference_group_r2(to_ensemble(model), X, y, players)
+        assert np.abs(want).max() > 1e-3
+        np.testing.assert_allclose(result.importances, want, atol=1e-10,
+                                   err_msg=type(model).__name__)
+        assert list(result.feature_names) == ["a", "b", "x2"]
+        assert result.local.shape == (80, 3)
+        np.testing.assert_allclose(result.importances.sum() + result.r2_unattributed,
+                                   result.r2, atol=1e-12)
+
+
+def test_r2_decomposition_groups_input_on_pipeline():
+    from sklearn_r2shap import r2_decomposition
+
+    pipeline, X = _pipeline()
+    y = pipeline.predict(X) + np.random.default_rng(5).normal(size=len(X))
+    result = r2_decomposition(pipeline, X, y, groups="input")
+    assert list(result.feature_names) == ["colour", "shape", "size", "weight"]
+    names = list(pipeline[:-1].get_feature_names_out())
+    explicit = {c: [n for n in names if n.split("__")[1].startswith(c)]
+                for c in ["colour", "shape", "size", "weight"]}
+    np.testing.assert_array_equal(
+        result.importances, r2_decomposition(pipeline, X, y, groups=explicit).importances)
+    np.testing.assert_allclose(result.importances.sum(),
+                               r2_decomposition(pipeline, X, y).importances.sum(), atol=1e-12)
