@@ -165,9 +165,10 @@ def input_groups(pipeline, input_names):
     return groups
 
 
-def grouped_model(model, X, groups):
+def grouped_model(model, X, groups, ensemble_of=None):
     """``(ensemble with the groups as players, rows, player names)`` of a model
-    (or Pipeline: its last step and transformed rows) and ``groups``."""
+    (or Pipeline: its last step and transformed rows) and ``groups``;
+    ``ensemble_of(last step)`` gives the ensemble (default: its own)."""
     from ._pipeline import has_transformers, unwrap
     from ._validation import column_names, n_rows_features
     from .explain import _explained
@@ -183,13 +184,33 @@ def grouped_model(model, X, groups):
         else:
             groups = {str(n): [j] for j, n in enumerate(input_names)}
     last, rows, names = unwrap(model, X)
-    ensemble = _explained(last)
+    ensemble = _explained(last) if ensemble_of is None else ensemble_of(last)
     if names is None:
         names = column_names(rows)
     if names is None:
         names = ensemble.feature_names
     player, player_names = resolve_groups(groups, ensemble.n_features, names)
     return ensemble.with_players(player), rows, player_names
+
+
+def input_columns_of_players(model, X, groups, player_names):
+    """For a selector: the input columns (of X) each player stands for, or None
+    when players are not sets of input columns (explicit groups of the columns
+    a Pipeline's steps make)."""
+    from ._pipeline import has_transformers
+    from ._validation import column_names, n_rows_features
+
+    n_inputs = n_rows_features(X)[1]
+    inputs = column_names(X)
+    inputs = [f"x{j}" for j in range(n_inputs)] if inputs is None else [str(n) for n in inputs]
+    if has_transformers(model):
+        if not (isinstance(groups, str) and groups == "input"):
+            return None
+        return [np.array([inputs.index(str(name))]) for name in player_names]
+    if isinstance(groups, str):  # "input" without transforming steps: the columns
+        return [np.array([inputs.index(str(name))]) for name in player_names]
+    player, _ = resolve_groups(groups, n_inputs, inputs)
+    return [np.flatnonzero(player == k) for k in range(len(player_names))]
 
 
 def grouped(function, model, X, groups, **kwargs):

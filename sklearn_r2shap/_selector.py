@@ -184,6 +184,11 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         else:
             inputs = np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
         names = getattr(self, "_explained_names", None)
+        if getattr(self, "groups", None) is not None:
+            # groups (ShapleyR2Importance(groups=...)): whole groups are selected
+            self.explained_feature_names_ = np.asarray(names, dtype=object)
+            self._selects_inputs = getattr(self, "_group_columns", None) is not None
+            return
         if not getattr(self, "_transformed_features", False):
             self.explained_feature_names_ = inputs
             self._selects_inputs = True
@@ -202,7 +207,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _validate_max_features(self, X):
         if self.max_features is None:
             return None
-        n_features = self.n_features_in_
+        n_features = len(self.feature_importances_)  # features, or groups
         max_features = self.max_features(X) if callable(self.max_features) else self.max_features
         if (not isinstance(max_features, numbers.Integral) or isinstance(max_features, bool)
                 or not 0 <= max_features <= n_features):
@@ -228,8 +233,9 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 f"make ({shown}; explained_feature_names_), not to its {self.n_features_in_} "
                 "input columns, so it cannot select input columns (transform, get_support, "
                 "get_feature_names_out). Read feature_importances_ with "
-                "explained_feature_names_, or select the transformed columns by putting the "
-                "selector inside the Pipeline, before the model."
+                "explained_feature_names_, pass groups='input' (ShapleyR2Importance) to "
+                "score and select input columns, or select the transformed columns by putting "
+                "the selector inside the Pipeline, before the model."
             )
         scores = np.asarray(self.feature_importances_)
         mask = selected_by_threshold(scores, self.threshold_)
@@ -237,6 +243,12 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             top = np.zeros_like(mask)
             top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True
             mask &= top
+        groups = getattr(self, "_group_columns", None)
+        if groups is not None:  # a selected group keeps all its input columns
+            columns = np.zeros(self.n_features_in_, dtype=bool)
+            for selected, members in zip(mask, groups):
+                columns[members] = selected
+            return columns
         return mask
 
     def _estimator_accepts_sparse(self):

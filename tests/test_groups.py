@@ -283,3 +283,46 @@ def test_r2_decomposition_groups_input_on_pipeline():
         result.importances, r2_decomposition(pipeline, X, y, groups=explicit).importances)
     np.testing.assert_allclose(result.importances.sum(),
                                r2_decomposition(pipeline, X, y).importances.sum(), atol=1e-12)
+
+
+def test_selector_with_groups_selects_whole_groups():
+    from sklearn_r2shap import ShapleyR2Importance, r2_decomposition
+
+    X, y = _data(n=300)
+    model = GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0).fit(X, y)
+    groups = {"a": [0, 1], "b": [4, 5]}
+    selector = ShapleyR2Importance(model, prefit=True, groups=groups, max_features=2,
+                                   threshold=-np.inf).fit(X, y)
+    want = r2_decomposition(model, X, y, groups=groups)
+    np.testing.assert_array_equal(selector.feature_importances_, want.importances)
+    assert list(selector.explained_feature_names_) == ["a", "b", "x2", "x3"]
+    top = np.argsort(-want.importances, kind="mergesort")[:2]
+    players = _players(groups, 6)
+    keep = sorted(j for k in top for j in players[k])
+    np.testing.assert_array_equal(selector.get_support(indices=True), keep)
+    np.testing.assert_array_equal(selector.transform(X), X[:, keep])
+
+
+def test_selector_groups_input_on_pipeline_selects_input_columns():
+    from sklearn_r2shap import ShapleyR2Importance, r2_decomposition
+
+    pipeline, X = _pipeline()
+    y = pipeline.predict(X) + np.random.default_rng(1).normal(size=len(X))
+    selector = ShapleyR2Importance(pipeline, prefit=True, groups="input",
+                                   threshold="mean").fit(X, y)
+    want = r2_decomposition(pipeline, X, y, groups="input")
+    np.testing.assert_array_equal(selector.feature_importances_, want.importances)
+    kept = [n for n, s in zip(want.feature_names, want.importances)
+            if s >= np.mean(want.importances)]
+    assert sorted(selector.get_feature_names_out()) == sorted(kept)
+    selector.set_output(transform="pandas")
+    assert list(selector.transform(X).columns) == [c for c in X.columns if c in kept]
+    # fitted by the selector, cross-fitted too
+    crossed = ShapleyR2Importance(pipeline, groups="input", cv=3).fit(X, y)
+    assert crossed.cv_importances_.shape == (3, 4) and crossed.method_ == "qshap"
+    # explicit groups of transformed columns cannot select input columns
+    names = list(pipeline[:-1].get_feature_names_out())
+    explicit = ShapleyR2Importance(pipeline, prefit=True,
+                                   groups={"colour": names[:4]}).fit(X, y)
+    with pytest.raises(ValueError, match="groups='input'"):
+        explicit.transform(X)
