@@ -68,11 +68,11 @@ def resolve_groups(groups, n_features, names):
     return player, player_names
 
 
-# Transformers that map every input column to one output column, in order.
+# Transformers whose every output column is a function of one input column, in order
+# (Normalizer is not: it scales a row by its norm over all columns).
 _ELEMENTWISE = {
-    "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "Normalizer",
-    "PowerTransformer", "QuantileTransformer", "OrdinalEncoder", "Binarizer",
-    "TargetEncoder",
+    "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "PowerTransformer",
+    "QuantileTransformer", "OrdinalEncoder", "Binarizer",
 }
 
 
