@@ -31,6 +31,7 @@ from .attributions import (
     saabas_values,
     shap_values,
 )
+from .explanation import Explanation, explain
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,8 @@ __all__ = [
     "UnsupportedModelError",
     "to_ensemble",
     "shap_values",
+    "explain",
+    "Explanation",
     "saabas_values",
     "banzhaf_values",
     "beta_shapley_values",

@@ -136,6 +136,10 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if sample_weight is None:
             return
         from ._model import is_tree_model, to_ensemble
+        from ._pipeline import ends_in_tree_model, unwrap
+
+        if ends_in_tree_model(model):  # the covers of the last step on its own rows
+            model, X, _ = unwrap(model, X)
 
         # only scikit-learn's HistGradientBoosting needs it: spare other conversions
         if not (type(model).__module__.startswith("sklearn") and is_tree_model(model)):
@@ -153,6 +157,51 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return recorded[1]
         return to_ensemble(model)
 
+    def _explained_model(self, model, X):
+        """``(model, X, names)`` the importances are computed on: for a Pipeline, its
+        last step, X through the steps before it and their output names
+        (``_pipeline.unwrap``); otherwise the arguments and None. Records the
+        features the importances refer to (``explained_feature_names_``)."""
+        from ._pipeline import has_transformers, unwrap
+
+        model_out, X_out, names = unwrap(model, X)
+        self._transformed_features = has_transformers(model)
+        self._explained_names = names
+        return model_out, X_out, names
+
+    def _explained_rows(self, X):
+        """Rows as the explained model sees them (through a Pipeline's steps)."""
+        from ._pipeline import has_transformers, transform
+
+        return transform(self.estimator_, X) if has_transformers(self.estimator_) else X
+
+    def _record_explained_features(self):
+        """``explained_feature_names_``: the features ``feature_importances_`` refer
+        to -- the input columns, or the columns a Pipeline's steps give its
+        last step. Selecting input columns (transform, get_support) is then
+        defined only when those are the input columns one to one (same number,
+        same names in the same order, e.g. a scaler or an imputer)."""
+        n_importances = len(self.feature_importances_)
+        if getattr(self, "feature_names_in_", None) is not None:
+            inputs = np.asarray(self.feature_names_in_, dtype=object)
+        else:
+            inputs = np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
+        names = getattr(self, "_explained_names", None)
+        if getattr(self, "groups", None) is not None:
+            # groups (ShapleyR2Importance(groups=...)): whole groups are selected
+            self.explained_feature_names_ = np.asarray(names, dtype=object)
+            self._selects_inputs = getattr(self, "_group_columns", None) is not None
+            return
+        if not getattr(self, "_transformed_features", False):
+            self.explained_feature_names_ = inputs
+            self._selects_inputs = True
+            return
+        if names is None:
+            names = np.asarray([f"x{j}" for j in range(n_importances)], dtype=object)
+        self.explained_feature_names_ = np.asarray(names, dtype=object)
+        self._selects_inputs = (len(names) == len(inputs)
+                                and bool(np.all(self.explained_feature_names_ == inputs)))
+
     def _record_input(self, X):
         """n_features_in_ and feature_names_in_ as scikit-learn sets them."""
         _check_feature_names(self, X, reset=True)
@@ -161,7 +210,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _validate_max_features(self, X):
         if self.max_features is None:
             return None
-        n_features = self.n_features_in_
+        n_features = len(self.feature_importances_)  # features, or groups
         max_features = self.max_features(X) if callable(self.max_features) else self.max_features
         if (not isinstance(max_features, numbers.Integral) or isinstance(max_features, bool)
                 or not 0 <= max_features <= n_features):
@@ -172,6 +221,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         return int(max_features)
 
     def _set_threshold(self, X):
+        self._record_explained_features()
         self.max_features_ = self._validate_max_features(X)
         self.threshold_ = _threshold_value(self.threshold, self.feature_importances_)
 
@@ -181,12 +231,31 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _get_support_mask(self):
         check_is_fitted(self, "feature_importances_")
+        if not getattr(self, "_selects_inputs", True):
+            names = self.explained_feature_names_
+            shown = ", ".join(repr(str(n)) for n in names[:4]) + (", ..." if len(names) > 4 else "")
+            raise ValueError(
+                f"{type(self).__name__} explains the last step of a Pipeline: its "
+                f"feature_importances_ refer to the {len(names)} columns the Pipeline's steps "
+                f"make ({shown}; explained_feature_names_), not to its {self.n_features_in_} "
+                "input columns, so it cannot select input columns (transform, get_support, "
+                "get_feature_names_out). Read feature_importances_ with "
+                "explained_feature_names_, pass groups='input' (ShapleyR2Importance) to "
+                "score and select input columns, or select the transformed columns by putting "
+                "the selector inside the Pipeline, before the model."
+            )
         scores = np.asarray(self.feature_importances_)
         mask = self._threshold_mask()
         if self.max_features_ is not None:
             top = np.zeros_like(mask)
             top[np.argsort(-scores, kind="mergesort")[: self.max_features_]] = True
             mask &= top
+        groups = getattr(self, "_group_columns", None)
+        if groups is not None:  # a selected group keeps all its input columns
+            columns = np.zeros(self.n_features_in_, dtype=bool)
+            for selected, members in zip(mask, groups):
+                columns[members] = selected
+            return columns
         return mask
 
     def _estimator_accepts_sparse(self):

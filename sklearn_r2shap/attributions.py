@@ -18,6 +18,7 @@ Layer: public functions. Imports the layers below (ground floor, ``_model``,
 """
 import numpy as np
 
+from . import _groups, _pipeline
 from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution import local as _local
@@ -37,6 +38,15 @@ def _check_beta_parameter(name, value):
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
+
+
+def _last_step(model, X, background=None):
+    """A Pipeline's last step, with X (and the background rows) transformed by
+    the steps before it (``_pipeline.py``); any other model as it is."""
+    if background is not None and _pipeline.is_pipeline(model):
+        background = _pipeline.transform(model, background)
+    model, X, _ = _pipeline.unwrap(model, X)
+    return model, X, background
 
 
 def _output_shape(ensemble, width):
@@ -75,10 +85,10 @@ def _semivalues(model, X, points_of, n_jobs, verbose, desc):
 
 def expected_value(model):
     """v_x(empty): the base value plus each tree's cover-weighted mean, per output."""
-    return _games.expected_values(to_ensemble(model))
+    return _games.expected_values(to_ensemble(_pipeline.final_step(model)))
 
 
-def shap_values(model, X, *, background=None, n_jobs=None, verbose="auto"):
+def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose="auto"):
     """Exact SHAP values of every row: path-dependent (TreeSHAP's game), or
     interventional given ``background``.
 
@@ -95,6 +105,15 @@ def shap_values(model, X, *, background=None, n_jobs=None, verbose="auto"):
         (``sklearn_r2shap.interventional``, page "Path-dependent and
         interventional values"); the expected value is then the mean raw
         prediction over the background. Cost linear in rows + background rows.
+    groups : mapping or "input", default=None
+        Feature groups as players: a mapping of group name to columns (names
+        or indices; a column in at most one group, every other column a
+        player of its own, after the groups). The values are the exact
+        Shapley values of the game whose players are the groups (page
+        :ref:`explanations`), not sums of the members' values. ``"input"``:
+        for a Pipeline, each input column's transformed columns (e.g. its
+        one-hot columns) form its group. The result then has one column per
+        player, the expected value last (:func:`explain` names them).
     n_jobs : int, default=None
         Threads; None uses all cores. The values do not depend on it (bit
         for bit).
@@ -123,7 +142,13 @@ def shap_values(model, X, *, background=None, n_jobs=None, verbose="auto"):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
+    if groups is not None:  # the groups as players (_groups.py)
+        if background is not None:
+            raise ValueError("groups= with background= is not supported yet: the interventional "
+                             "game of groups has no kernel; use one of them.")
+        return _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)[0]
     if background is not None:
+        model, X, background = _last_step(model, X, background)
         return interventional_values(model, X, background, n_jobs=n_jobs)
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
 
@@ -162,6 +187,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=No
     >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
     (3, 11)
     """
+    model, X, background = _last_step(model, X, background)
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
     if background is not None:
@@ -202,6 +228,7 @@ def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None, verbose="au
     >>> banzhaf_values(model, X[:2], q=0.2).shape
     (2, 11)
     """
+    model, X, background = _last_step(model, X, background)
     q = float(q)
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
@@ -239,6 +266,7 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
+    model, X, _ = _last_step(model, X)
     ensemble = _explained(model)
     return _over_rows(_games.saabas, ensemble, X, n_jobs=n_jobs, width=ensemble.n_features + 1)
 
@@ -256,6 +284,7 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
+    model, X, _ = _last_step(model, X)
     ensemble = _explained(model)
     if _dask.is_dask_collection(X):
         return _dask.map_checked_rows(_games.predict_raw, ensemble, X,
@@ -339,6 +368,7 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     >>> bool(np.allclose(phi, shap_values(model, X[:3])))
     True
     """
+    model, X, _ = _last_step(model, X)
     ensemble = _explained(model)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (ensemble.n_features,):

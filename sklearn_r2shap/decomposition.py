@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn.utils import check_random_state
 
+from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
@@ -34,7 +35,7 @@ __all__ = ["r2_decomposition", "R2Decomposition"]
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
                      verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                     n_permutations=2, max_samples=None, random_state=None):
+                     n_permutations=2, max_samples=None, random_state=None, groups=None):
     """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
     For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
@@ -122,6 +123,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         Seeds the row subset and the sampled algorithm's feature orders
         (each row's orders depend only on the seed and the row's index, not
         on chunks or threads).
+    groups : mapping or "input", default=None
+        Feature groups as players (as in :func:`shap_values`): the shares are
+        the exact Shapley values of the R^2 (or D^2) game whose players are
+        the groups, named by the mapping's keys, then the columns in no
+        group. ``"input"`` for a Pipeline: one share per input column.
 
     Returns
     -------
@@ -192,6 +198,14 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     True
     """
     verbose = _local.check_verbose(verbose)
+    if groups is not None:  # the groups as players (_groups.py), null players dropped after
+        grouped, rows, players = _groups.grouped_model(model, X, groups)
+        result = r2_decomposition(
+            grouped, rows, y, sample_weight=sample_weight, return_local=return_local,
+            n_jobs=n_jobs, verbose=verbose, algorithm=algorithm, exact_budget=exact_budget,
+            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
+        return _groups.restrict_decomposition(result, players)
+    model, X, pipeline_names = _pipeline.unwrap(model, X)  # a Pipeline: its last step
     ensemble = to_ensemble(model)
     loss = loss_of(ensemble)
     if _dask.is_dask_collection(X):
@@ -200,7 +214,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
             n_jobs=n_jobs, algorithm=algorithm, exact_budget=exact_budget,
             n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
     # the user's column names (LightGBM stores them with spaces replaced)
-    names = column_names(X)
+    names = column_names(X) if pipeline_names is None else pipeline_names
     if names is None:
         names = ensemble.feature_names
     n_rows, n_features = n_rows_features(X)

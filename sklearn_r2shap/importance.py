@@ -12,7 +12,7 @@ never imported by them.
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from . import _held_out, _stats
+from . import _groups, _held_out, _pipeline, _stats
 from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution.cost import DEFAULT_EXACT_BUDGET
@@ -113,6 +113,13 @@ class ShapleyR2Importance(BaseTreeSelector):
         rows, or a fraction); the importances estimate those of all rows.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm.
+    groups : mapping or "input", default=None
+        Feature groups as players (Q-SHAP only, see :func:`r2_decomposition`):
+        ``feature_importances_`` holds one exact Shapley share per group (the
+        groups, then the columns in no group), and ``transform`` keeps or
+        drops whole groups. ``"input"`` for a Pipeline: one share per input
+        column (its one-hot columns together), so that input columns are
+        selected.
 
     Attributes
     ----------
@@ -163,6 +170,11 @@ class ShapleyR2Importance(BaseTreeSelector):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when X has feature names that are all strings.
+    explained_feature_names_ : ndarray of str
+        What ``feature_importances_`` refer to: the input columns, the groups,
+        or for a Pipeline the columns its steps give its last step (then
+        ``transform`` selects input columns only when those are the input
+        columns one to one, or with ``groups="input"``).
 
     See Also
     --------
@@ -202,7 +214,7 @@ class ShapleyR2Importance(BaseTreeSelector):
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
                  threshold=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                 n_permutations=2, max_samples=None, random_state=None):
+                 n_permutations=2, max_samples=None, random_state=None, groups=None):
         self.estimator = estimator
         self.method = method
         self.shap_values = shap_values
@@ -218,6 +230,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.n_permutations = n_permutations
         self.max_samples = max_samples
         self.random_state = random_state
+        self.groups = groups
 
     def _default_estimator(self):
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -423,6 +436,15 @@ class ShapleyR2Importance(BaseTreeSelector):
         return "qshap", ensemble
 
     def _decompose(self, model, X, y, sample_weight, return_local=False):
+        if self.groups is not None:
+            return self._decompose_groups(model, X, y, sample_weight, return_local)
+        self._group_columns = None
+        names = None
+        if _pipeline.ends_in_tree_model(model) or self.method == "qshap":
+            # the last step on the transformed rows (other Pipelines: shapFlex on the whole)
+            model, X, names = self._explained_model(model, X)
+        else:
+            self._transformed_features, self._explained_names = False, None
         method, ensemble = self._resolve_method(model)
         if method == "qshap":
             result = r2_decomposition(
@@ -443,8 +465,31 @@ class ShapleyR2Importance(BaseTreeSelector):
 
             result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
                                             sample_weight=sample_weight, n_jobs=self.n_jobs)
-        if hasattr(self, "feature_names_in_"):
+        if names is not None:
+            result.feature_names = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_") and not self._transformed_features:
             result.feature_names = np.asarray(self.feature_names_in_, dtype=object)
+        return result
+
+    def _decompose_groups(self, model, X, y, sample_weight, return_local):
+        """Q-SHAP shares of the groups (``_groups.py``); records the input columns
+        of each group for ``transform``."""
+        if self.method == "shapflex":
+            raise ValueError("groups= needs method='qshap' or 'auto' (exact Shapley shares "
+                             "of the groups); shapFlex shares have no group game.")
+        if _pipeline.is_pipeline(model) and not _pipeline.ends_in_tree_model(model):
+            _pipeline.final_step(model)  # raises, naming the last step
+        grouped, rows, players = _groups.grouped_model(model, X, self.groups,
+                                                      ensemble_of=self._tree_ensemble)
+        result = _groups.restrict_decomposition(r2_decomposition(
+            grouped, rows, y, sample_weight=sample_weight, return_local=return_local,
+            n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
+            exact_budget=self.exact_budget, n_permutations=self.n_permutations,
+            max_samples=None if return_local else self.max_samples,
+            random_state=self.random_state), players)
+        self._transformed_features = _pipeline.has_transformers(model)
+        self._explained_names = np.asarray(players, dtype=object)
+        self._group_columns = _groups.input_columns_of_players(model, X, self.groups, players)
         return result
 
     def decompose(self, X, y, sample_weight=None):

@@ -40,6 +40,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._games import piecewise as _pw
@@ -183,6 +184,9 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5], raw_score=True)))
     True
     """
+    if _pipeline.is_pipeline(model):  # its last step, rows and background transformed
+        background = _pipeline.transform(model, background)
+    model, X, _ = _pipeline.unwrap(model, X)
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
@@ -527,7 +531,8 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         else:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             self._log("fitted the model", since)
-        self.ensemble_ = to_ensemble(self.estimator_)
+        model, X, _ = self._explained_model(self.estimator_, X)  # a Pipeline: its last step
+        self.ensemble_ = to_ensemble(model)
         since = time.perf_counter()
         game = _build_game(self.ensemble_, X, sample_weight, n_threads)
         self._game = game
@@ -561,6 +566,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
 
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
+        X = self._explained_rows(X)
         return _values(self._game, X, self.n_jobs)
 
     def __sklearn_tags__(self):

@@ -46,6 +46,7 @@ from sklearn.utils.validation import (
     check_is_fitted,
 )
 
+from . import _pipeline
 from ._errors import UnsupportedModelError
 from ._execution.local import Progress
 from ._games import treegrad as _tg
@@ -189,6 +190,7 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     >>> grad.shape
     (3, 10)
     """
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     ensemble = _explained(model)
     n_threads = resolve_n_jobs(n_jobs)
     Z = _check_points(z, n_rows_features(X))
@@ -260,6 +262,7 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
     True
     """
     n_iter, step_size, adam = _check_ranker_params(n_iter, step_size, optimizer)
+    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
     ensemble = _explained(model)
     n_threads = resolve_n_jobs(n_jobs)
     n_rows_features(X)
@@ -452,10 +455,12 @@ class TreeGradRanker(BaseTreeSelector):
             if not np.sum(sample_weight) > 0:
                 raise ValueError("sample_weight must have a positive sum.")
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-        ensemble = _explained(self.estimator_)
+        model, X_explained, _ = self._explained_model(self.estimator_, X)
+        ensemble = _explained(model)
         _check_output_kind(ensemble, self.output)
         self._ensemble = ensemble
-        self.scores_ = map_row_blocks(lambda rows, _: self._scores(check_rows(ensemble, rows)), X)
+        self.scores_ = map_row_blocks(lambda rows, _: self._scores(check_rows(ensemble, rows)),
+                                      X_explained)
         self.feature_importances_ = np.average(np.abs(self.scores_), axis=0, weights=sample_weight)
         self.mean_scores_ = np.average(self.scores_, axis=0, weights=sample_weight)
         self._set_threshold(X)
@@ -497,6 +502,7 @@ class TreeGradRanker(BaseTreeSelector):
         ``output`` and ``class_index`` as in ``fit``.
         """
         self._check_input(X)
+        X = self._explained_rows(X)
         return map_row_blocks(lambda rows, _: self._scores(check_rows(self._ensemble, rows)), X)
 
     def rank(self, X):
@@ -533,6 +539,7 @@ class TreeGradRanker(BaseTreeSelector):
         if not isinstance(kind, str) or kind not in _VALUE_KINDS:
             raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
         self._check_input(X)
+        X = self._explained_rows(X)
         return map_row_blocks(lambda rows, _: self._values(rows, kind, q, alpha, beta), X)
 
     def _values(self, rows, kind, q, alpha, beta):

@@ -83,3 +83,10 @@ def test_dask_local_cluster():
 def test_d2_classifiers_quick():
     out = run("d2_classifiers.py", "--quick")
     assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
+
+
+def test_pipeline_explanations():
+    pytest.importorskip("pandas")
+    out = run("pipeline_explanations.py")
+    assert "held-out R^2" in out and "group share" in out
+    assert "SHAP values of feature groups" in out

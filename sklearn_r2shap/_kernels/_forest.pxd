@@ -49,7 +49,8 @@ cdef struct Forest:
     const int64_t* left
     const int64_t* right
     const int64_t* default_child
-    const int64_t* feature
+    const int64_t* feature       # the node's player (its split feature, or its group)
+    const int64_t* route_feature # the column of x the node's rule reads
     const double* threshold
     const uint8_t* decision
     const int64_t* cat_start
@@ -74,7 +75,7 @@ cdef Forest forest_from(object ensemble) except *
 
 cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) noexcept nogil:
     """The child of internal ``node`` that row ``x`` goes to."""
-    cdef double v = x[f.feature[node]]
+    cdef double v = x[f.route_feature[node]]
     cdef uint8_t kind = f.decision[node]
     cdef int64_t category, word
     if isnan(v):
@@ -100,7 +101,7 @@ cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) no
 cdef inline bint goes_left(const Forest* f, int64_t node, const double* x) noexcept nogil:
     """Whether row ``x`` goes to the left child of ``node`` (meaningless for a
     leaf, but safe: a leaf reads column 0). Branch-free for numeric splits."""
-    cdef int64_t j = f.feature[node]
+    cdef int64_t j = f.route_feature[node]
     cdef double v = x[j if j >= 0 else 0]
     cdef uint8_t kind = f.decision[node]
     if isnan(v):

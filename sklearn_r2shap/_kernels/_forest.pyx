@@ -11,6 +11,9 @@ cdef Forest forest_from(object ens) except *:
     cdef const int64_t[::1] right = ens.children_right
     cdef const int64_t[::1] default_child = ens.default_child
     cdef const int64_t[::1] feature = ens.feature
+    # players other than the split features (feature groups): routing reads route_feature
+    cdef const int64_t[::1] route_feature = (ens.feature if ens.route_feature is None
+                                             else ens.route_feature)
     cdef const double[::1] threshold = ens.threshold
     cdef const uint8_t[::1] decision = ens.decision_type
     cdef const int64_t[::1] cat_start = ens.cat_start
@@ -26,6 +29,7 @@ cdef Forest forest_from(object ens) except *:
     f.right = &right[0]
     f.default_child = &default_child[0]
     f.feature = &feature[0]
+    f.route_feature = &route_feature[0]
     f.threshold = &threshold[0]
     f.decision = &decision[0]
     f.cat_start = &cat_start[0]

@@ -121,6 +121,9 @@ class TreeEnsemble:
     linear_coef: Optional[np.ndarray] = None
     linear_fallback: Optional[np.ndarray] = None  # leaf value used when a linear feature is NaN
     info: dict = field(default_factory=dict)
+    # When players are not the split features (feature groups, ``with_players``):
+    # ``feature`` holds each node's player and ``route_feature`` the column its rule reads.
+    route_feature: Optional[np.ndarray] = None
 
     @property
     def n_trees(self):
@@ -371,6 +374,29 @@ class TreeEnsemble:
         return dataclasses.replace(self, cover=cover, cover_ratio=_cover_ratio(cover, self.parent),
                                    info=info)
 
+    def with_players(self, player_of_column):
+        """A copy whose game has the players ``player_of_column[j]`` instead of the features.
+
+        Every split on column j is credited to player ``player_of_column[j]``
+        while it still routes rows by column j (``route_feature``), so the
+        path-dependent game of a set T of players is that of the union of
+        their columns (DESIGN.md section 7, "Groups"); every kernel then
+        computes the values of the players. Players are numbered
+        ``0..n_players-1 <= n_features - 1``, the rest of the value columns
+        are null players.
+        """
+        player_of_column = np.asarray(player_of_column, dtype=np.int64)
+        if player_of_column.shape != (self.n_features,):
+            raise ValueError("player_of_column needs one player per column.")
+        if self.has_linear_leaves:
+            raise ValueError("feature groups are not supported for linear leaves.")
+        route = self.feature if self.route_feature is None else self.route_feature
+        players = np.where(route >= 0, player_of_column[np.maximum(route, 0)], route)
+        prev_same, n_path_features, _ = _path_structure(self.parent, players)
+        return replace(self, feature=players.astype(np.int64), route_feature=route.copy(),
+                       prev_same=prev_same, n_path_features=int(n_path_features),
+                       info=dict(self.info))
+
     def tree_nodes(self, t):
         """Global node indices of tree ``t``."""
         return np.arange(self.tree_start[t], self.tree_start[t + 1])
@@ -410,6 +436,7 @@ class TreeEnsemble:
             children_right=moved(self.children_right),
             default_child=moved(self.default_child),
             feature=self.feature[source].copy(),
+            route_feature=None if self.route_feature is None else self.route_feature[source].copy(),
             threshold=self.threshold[source].copy(),
             decision_type=self.decision_type[source].copy(),
             cat_start=self.cat_start[source].copy(),

@@ -41,6 +41,7 @@ def _model_kinds():
           ensemble.ExtraTreesRegressor, ensemble.ExtraTreesClassifier,
           tree.DecisionTreeRegressor, tree.DecisionTreeClassifier),
          _convert_forest),
+        ((ensemble.IsolationForest,), _convert_isolation_forest),
     )
 
 
@@ -60,7 +61,8 @@ def convert(model):
         ``RandomForestRegressor``, ``RandomForestClassifier``,
         ``ExtraTreesRegressor``, ``ExtraTreesClassifier``,
         ``GradientBoostingRegressor``, ``GradientBoostingClassifier``,
-        ``HistGradientBoostingRegressor`` or ``HistGradientBoostingClassifier``.
+        ``HistGradientBoostingRegressor``, ``HistGradientBoostingClassifier``
+        or ``IsolationForest`` (its output: the mean path length).
 
     Returns
     -------
@@ -84,7 +86,7 @@ def convert(model):
     raise UnsupportedModelError(
         f"{type(model).__name__} is not a supported scikit-learn model: expected a "
         "decision tree, extra tree, random forest, extra trees, gradient boosting or "
-        "histogram gradient boosting regressor or classifier."
+        "histogram gradient boosting regressor or classifier, or an IsolationForest."
     )
 
 
@@ -329,6 +331,71 @@ def _convert_hist_gradient_boosting(model):
         x_float32=False,
         model_type=name,
         objective="squared_error" if loss == "squared_error" else loss,
+        feature_names=getattr(model, "feature_names_in_", None),
+        info=info,
+    )
+
+
+def _average_path_length(n):
+    """c(n) of Liu, Ting and Zhou (2008), eq. 1: the mean path length of an
+    unsuccessful search in a binary search tree of n points,
+    2 H(n - 1) - 2 (n - 1) / n with H(i) ~ ln(i) + Euler's constant; c(2) = 1,
+    c(n) = 0 for n <= 1 (scikit-learn's ``_average_path_length``)."""
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros_like(n)
+    out[n == 2] = 1.0
+    big = n > 2
+    out[big] = 2.0 * (np.log(n[big] - 1.0) + np.euler_gamma) - 2.0 * (n[big] - 1.0) / n[big]
+    return out
+
+
+def _node_depths(tree):
+    """Depth of every node of a ``sklearn.tree.Tree`` (root 0)."""
+    depth = np.zeros(tree.node_count, dtype=np.int64)
+    for node in range(tree.node_count):  # children come after their parent
+        for child in (tree.children_left[node], tree.children_right[node]):
+            if child >= 0:
+                depth[child] = depth[node] + 1
+    return depth
+
+
+def _convert_isolation_forest(model):
+    """IsolationForest: the mean path length, the output shap's TreeExplainer explains.
+
+    A row's path length in one tree is the depth of the leaf it reaches plus
+    c(n), n the training rows of that leaf (the unbuilt subtree's expected
+    depth, Liu et al. 2008); the forest's raw output is the mean over trees
+    (``score_samples = -2 ** (-output / c(max_samples))``). Each tree sees
+    the columns ``estimators_features_`` of X (``max_features``), mapped back
+    here; covers are ``weighted_n_node_samples``.
+    """
+    name = type(model).__name__
+    weight = 1.0 / len(model.estimators_)
+    trees = []
+    for estimator, columns in zip(model.estimators_, model.estimators_features_):
+        tree = estimator.tree_
+        leaf = tree.children_left < 0
+        value = np.where(leaf, _node_depths(tree) + _average_path_length(tree.n_node_samples),
+                         0.0)
+        arrays = _tree_arrays(tree, value[:, None] * weight)
+        columns = np.asarray(columns)
+        arrays.feature = np.where(leaf, tree.feature, columns[np.maximum(tree.feature, 0)])
+        trees.append(arrays)
+    info = {
+        "allow_nan": _allow_nan(model.estimators_[0]),
+        "n_trees_total": len(trees),
+        "float32_overflow": "error",  # score_samples validates X as float32
+        "output": "mean path length (depth + c(leaf size)), averaged over trees",
+        "max_samples": int(model.max_samples_),
+    }
+    return TreeEnsemble.from_trees(
+        trees,
+        base_value=np.zeros(1),
+        n_features=model.n_features_in_,
+        averaging=True,
+        x_float32=True,
+        model_type=name,
+        objective="isolation_path_length",
         feature_names=getattr(model, "feature_names_in_", None),
         info=info,
     )
