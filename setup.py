@@ -10,7 +10,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-KERNELS = ["_forest", "_predict", "_semivalues", "_saabas", "_qshap", "_qshap_sampled", "_treeprob", "_piecewise"]
+KERNELS = ["_forest", "_predict", "_semivalues", "_saabas", "_qshap", "_qshap_sampled", "_treeprob", "_piecewise",
+           "_interactions"]
 
 
 def _compiler_has_openmp():

@@ -20,6 +20,7 @@ from .explain import (
     saabas_values,
     shap_values,
 )
+from .interactions import shap_interaction_values
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,7 @@ __all__ = [
     "UnsupportedModelError",
     "to_ensemble",
     "shap_values",
+    "shap_interaction_values",
     "saabas_values",
     "banzhaf_values",
     "beta_shapley_values",
