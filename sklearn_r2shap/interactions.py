@@ -181,6 +181,7 @@ def _interaction_values(ensemble, X, n_threads):
     width = ensemble.n_features + 1
     # rows per block of the table route: their matrices stay in a core's cache
     block = int(min(64, max(1, (1 << 15) // (ensemble.n_outputs * width * width))))
+    offsets = _interactions.packed_offsets(structure, width)
     expected = np.ascontiguousarray(expected_value(ensemble), dtype=np.float64)
     cache = {}
     cache_entries = sum(int(entries[np.concatenate([np.arange(
@@ -189,8 +190,8 @@ def _interaction_values(ensemble, X, n_threads):
     # a dense X is one block; a sparse X goes in dense blocks of bounded size
     for start, stop, rows in iter_row_blocks(ensemble, X, max(n_rows, 1)):
         part = out[start:stop]
-        _interactions.row_interactions(ensemble, rows, structure, by_rows, *rule, part,
-                                       n_threads)
+        _interactions.row_interactions(ensemble, rows, structure, by_rows, *rule, *offsets,
+                                       part, n_threads)
         for g, group in enumerate(groups):
             if g in cache:
                 tables, start_by_leaf = cache[g]
@@ -204,6 +205,6 @@ def _interaction_values(ensemble, X, n_threads):
                     cache[g] = tables, start_by_leaf
             _interactions.pattern_interactions(
                 ensemble, rows, structure, np.asarray(group, dtype=np.int64), tables,
-                start_by_leaf, part, block, n_threads)
+                start_by_leaf, *offsets, part, block, n_threads)
         _interactions.finish(part, expected, n_threads)
     return out[:, 0] if ensemble.n_outputs == 1 else out

@@ -90,23 +90,45 @@ cdef inline void leaf_terms(
 
 
 cdef inline void add_leaf(
-    int64_t d, const int64_t* feature, const double* terms, double scale,
-    double* out, int64_t width,
+    int64_t n_packed, const int64_t* offset, const double* terms, double scale, double* out,
 ) noexcept nogil:
-    """Add scale * terms (packed) to the row's (width, width) matrix: the
-    diagonal at [j, j], a pair at [min, max] (distinct features on a path)."""
-    cdef int64_t a, b, idx = 0, ja, jb
-    for a in range(d):
-        ja = feature[a]
-        out[ja * width + ja] += scale * terms[idx]
-        idx += 1
-        for b in range(a + 1, d):
-            jb = feature[b]
-            if ja < jb:
-                out[ja * width + jb] += scale * terms[idx]
-            else:
-                out[jb * width + ja] += scale * terms[idx]
-            idx += 1
+    """Add scale * terms (packed) to the row's matrix at the leaf's offsets."""
+    cdef int64_t idx
+    for idx in range(n_packed):
+        out[offset[idx]] += scale * terms[idx]
+
+
+cdef inline void add_leaf_unit(int64_t n_packed, const int64_t* offset, const double* terms,
+                               double* out) noexcept nogil:
+    cdef int64_t idx
+    for idx in range(n_packed):
+        out[offset[idx]] += terms[idx]
+
+
+def packed_offsets(structure, int64_t width):
+    """Where each packed number of a leaf goes in a row's (width, width)
+    matrix: the diagonal at [j, j], a pair of (distinct) path features at
+    [min, max]. Returns (offsets, start) with leaf v's from start[v]."""
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    n_packed = np.asarray(dim) * (np.asarray(dim) + 1) // 2
+    start_np = np.concatenate([[0], np.cumsum(n_packed)]).astype(np.int64)
+    cdef const int64_t[::1] start = start_np
+    cdef int64_t[::1] offsets = np.zeros(start_np[-1], dtype=np.int64)
+    cdef int64_t v, a, b, ja, jb, idx
+    with nogil:
+        for v in range(dim.shape[0]):
+            idx = start[v]
+            for a in range(dim[v]):
+                ja = feature[fstart[v] + a]
+                offsets[idx] = ja * width + ja
+                idx += 1
+                for b in range(a + 1, dim[v]):
+                    jb = feature[fstart[v] + b]
+                    offsets[idx] = ja * width + jb if ja < jb else jb * width + ja
+                    idx += 1
+    return np.asarray(offsets), start_np
 
 
 def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] table_start,
@@ -165,10 +187,12 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
 
 def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                          const double[::1] tables, const int64_t[::1] table_start,
+                         const int64_t[::1] offsets, const int64_t[::1] offset_start,
                          double[:, :, :, ::1] out, int64_t block, int n_threads):
     """Add the tabulated terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1).
 
-    ``table_start`` is indexed by the structure's leaf index. With one value
+    ``table_start`` is indexed by the structure's leaf index, ``offsets``
+    and ``offset_start`` are ``packed_offsets``'. With one value
     per leaf (``n_values == 1``) the tables hold the leaf value already;
     otherwise they are of unit value and each output's value multiplies them.
     Rows go in blocks of ``block``: per tree, every row's pattern at every
@@ -229,12 +253,12 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
                         table = &tables[table_start[v]
                                         + leaf_pattern[(i - i0) * n_leaves + lv] * n_packed]
                         if W == 1:
-                            add_leaf(d, &feature[fstart[v]], table, 1.0,
-                                     &out[i, f.tree_output[t], 0, 0], width)
+                            add_leaf_unit(n_packed, &offsets[offset_start[v]], table,
+                                          &out[i, f.tree_output[t], 0, 0])
                         else:
                             for w in range(W):
-                                add_leaf(d, &feature[fstart[v]], table,
-                                         f.value[leaf_node[v] * W + w], &out[i, w, 0, 0], width)
+                                add_leaf(n_packed, &offsets[offset_start[v]], table,
+                                         f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
         free(left_taken)
         free(pattern)
         free(leaf_pattern)
@@ -245,7 +269,8 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
 
 def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                      const double[::1] points, const double[::1] weights,
-                     const int64_t[::1] rule_start, double[:, :, :, ::1] out, int n_threads):
+                     const int64_t[::1] rule_start, const int64_t[::1] offsets,
+                     const int64_t[::1] offset_start, double[:, :, :, ::1] out, int n_threads):
     """Add the terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1),
     computed per row from its own pattern (the per-row route)."""
     cdef Forest f = forest_from(ens)
@@ -261,7 +286,7 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     cdef int64_t W = f.n_values
     cdef int64_t width = out.shape[3]
     cdef Py_ssize_t i
-    cdef int64_t ti, t, start, n, v, d, b, w, r0
+    cdef int64_t ti, t, start, n, v, d, b, w, r0, n_packed
     cdef uint64_t A
     cdef uint8_t* left_taken
     cdef uint64_t* pattern
@@ -301,13 +326,14 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                     r0 = rule_start[d]
                     leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
                                rule_start[d + 1] - r0, factor, terms)
+                    n_packed = d * (d + 1) // 2
                     if W == 1:
-                        add_leaf(d, &feature[fstart[v]], terms, f.value[leaf_node[v]],
-                                 &out[i, f.tree_output[t], 0, 0], width)
+                        add_leaf(n_packed, &offsets[offset_start[v]], terms,
+                                 f.value[leaf_node[v]], &out[i, f.tree_output[t], 0, 0])
                     else:
                         for w in range(W):
-                            add_leaf(d, &feature[fstart[v]], terms,
-                                     f.value[leaf_node[v] * W + w], &out[i, w, 0, 0], width)
+                            add_leaf(n_packed, &offsets[offset_start[v]], terms,
+                                     f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
         free(left_taken)
         free(pattern)
         free(follow)
