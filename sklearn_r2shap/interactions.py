@@ -19,8 +19,9 @@ __all__ = ["shap_interaction_values"]
 # many numbers; tables are built in groups of about this many numbers.
 _MAX_TABLE_ENTRIES = 1 << 22
 _TABLE_GROUP_ENTRIES = 1 << 23
-# Table groups are kept between blocks of a sparse X up to this many numbers.
-_TABLE_CACHE_ENTRIES = 1 << 24
+# Table groups are kept between blocks of a sparse X up to this many numbers
+# in all (beyond, each block builds them again).
+_TABLE_CACHE_ENTRIES = 1 << 23
 # Rows of a dask array are rechunked so that one task's output stays below this.
 _BLOCK_OUTPUT_BYTES = 1 << 26
 # Tests set this to "tables" or "rows" to check both routes.
@@ -201,7 +202,7 @@ def _interaction_values(ensemble, X, n_threads):
                                                           *rule, n_threads)
                 start_by_leaf = np.full(len(structure["leaf_dim"]), -1, dtype=np.int64)
                 start_by_leaf[leaves] = table_start[:-1]
-                if cache_entries <= _TABLE_CACHE_ENTRIES:
+                if stop < n_rows and cache_entries <= _TABLE_CACHE_ENTRIES:
                     cache[g] = tables, start_by_leaf
             _interactions.pattern_interactions(
                 ensemble, rows, structure, np.asarray(group, dtype=np.int64), tables,

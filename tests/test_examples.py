@@ -83,3 +83,11 @@ def test_dask_local_cluster():
 def test_d2_classifiers_quick():
     out = run("d2_classifiers.py", "--quick")
     assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
+
+
+def test_interaction_values(tmp_path):
+    out = run("interaction_values.py", "--output", str(tmp_path / "interactions.png"))
+    assert "strongest partner" in out and (tmp_path / "interactions.png").exists()
+    for label in ("row sum - SHAP value", "total - prediction"):
+        line = next(line for line in out.splitlines() if label in line)
+        assert float(line.split(":")[-1]) < 1e-9

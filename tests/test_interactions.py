@@ -134,6 +134,77 @@ def test_deep_tree_matches_brute_force(depth, route):
     check_properties(ens, X, got)
 
 
+def leaf_products(ens, t, x):
+    """Tree t's game as a sum over leaves of products (DESIGN section 1), by
+    walking every root-to-leaf path: [(rho, {feature: (R, X)})]."""
+    x = reference.prepare(ens, x)
+    out = []
+
+    def walk(k, factors):
+        if ens.children_left[k] < 0:
+            out.append((ens.value[k, 0], factors))
+            return
+        j = ens.feature[k]
+        taken = reference.route(ens, k, x)
+        for child in (ens.children_left[k], ens.children_right[k]):
+            r, f = factors.get(j, (1.0, 1.0))
+            grown = dict(factors)
+            grown[j] = (r * ens.cover[child] / ens.cover[k], f * (child == taken))
+            walk(child, grown)
+
+    walk(ens.tree_start[t], {})
+    return out
+
+
+def product_game_interaction(leaves, i, j, M):
+    """Phi_ij of a sum of product games by exact weights and a subset-size
+    recursion (no quadrature, no enumeration): for a leaf with features F and
+    G = F minus {i, j}, the second difference is rho D_i D_j prod_{k in G}
+    (R_k + [k in S] D_k); grouping S by A = S & G (|A| = a) and the b players
+    outside F in S, its weighted sum is sum_a e_a sum_b C(M - |G| - 2, b) w(a + b)
+    with e_a the coefficient of z^a in prod_{k in G} (R_k + z X_k)."""
+    from fractions import Fraction
+
+    def w(s):
+        return Fraction(math.factorial(s) * math.factorial(M - s - 2),
+                        2 * math.factorial(M - 1))
+
+    total = 0.0
+    for rho, factors in leaves:
+        if i not in factors or j not in factors:
+            continue
+        G = [factors[k] for k in factors if k not in (i, j)]
+        e = [1.0]
+        for r, x in G:
+            e = [(e[a] if a < len(e) else 0.0) * r + (e[a - 1] * x if a > 0 else 0.0)
+                 for a in range(len(e) + 1)]
+        outside = M - len(G) - 2
+        weight = [float(sum(math.comb(outside, b) * w(a + b) for b in range(outside + 1)))
+                  for a in range(len(G) + 1)]
+        (ri, xi), (rj, xj) = factors[i], factors[j]
+        total += rho * (xi - ri) * (xj - rj) * float(np.dot(weight, e))
+    return total
+
+
+def test_more_than_64_features_on_a_path(route):
+    """A caterpillar with 70 distinct features on its deepest path (beyond the
+    64 bits of a row pattern): pairs against the product-game formula."""
+    rng = np.random.default_rng(70)
+    p = 72
+    ens = TreeEnsemble.from_trees([deep_spine_tree(rng, 75, 70)], base_value=[0.0], n_features=p)
+    assert ens.n_path_features == 70
+    X = rng.normal(size=(2, p))
+    got = shap_interaction_values(ens, X)
+    check_properties(ens, X, got)
+    assert np.all(got[:, 70:72, :] == 0)  # null players
+    for r in range(len(X)):
+        leaves = leaf_products(ens, 0, X[r])
+        for i, j in [(0, 1), (0, 69), (3, 40), (65, 66), (10, 68)]:
+            want = product_game_interaction(leaves, i, j, p)
+            assert abs(got[r, i, j] - want) <= 1e-9 * max(1e-3, abs(want)), (i, j)
+            assert got[r, i, j] == got[r, j, i]
+
+
 def test_zero_cover_node(route):
     # a split whose right child no training row reached (cover 0)
     tree = TreeArrays(

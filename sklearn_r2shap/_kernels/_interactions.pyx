@@ -41,7 +41,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
 from ._forest cimport (
-    Forest, forest_from, row_patterns,
+    Forest, forest_from, path_factors, row_patterns,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -272,14 +272,15 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                      const int64_t[::1] rule_start, const int64_t[::1] offsets,
                      const int64_t[::1] offset_start, double[:, :, :, ::1] out, int n_threads):
     """Add the terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1),
-    computed per row from its own pattern (the per-row route)."""
+    computed per row from its own X (the per-row route; any number of
+    features on a path)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
     cdef const int64_t[::1] leaf_node = structure["leaf_node"]
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
     cdef const int64_t[::1] feature = structure["leaf_feature"]
     cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef const int64_t[::1] edge = structure["leaf_edge"]
     cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
     cdef int64_t max_dim = int(np.max(structure["leaf_dim"], initial=0))
     cdef Py_ssize_t n_rows = X.shape[0]
@@ -287,9 +288,9 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     cdef int64_t width = out.shape[3]
     cdef Py_ssize_t i
     cdef int64_t ti, t, start, n, v, d, b, w, r0, n_packed
-    cdef uint64_t A
     cdef uint8_t* left_taken
-    cdef uint64_t* pattern
+    cdef double* ratio_prod
+    cdef double* follow_prod
     cdef double* follow
     cdef double* factor
     cdef double* terms
@@ -299,12 +300,13 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
         return
     with nogil, parallel(num_threads=n_threads):
         left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        ratio_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
+        follow_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
         follow = <double*> malloc((max_dim + 1) * sizeof(double))
         factor = <double*> malloc((max_dim + 1) * sizeof(double))
         terms = <double*> malloc((max_dim * (max_dim + 1) // 2 + 1) * sizeof(double))
-        if (left_taken == NULL or pattern == NULL or follow == NULL or factor == NULL
-                or terms == NULL):
+        if (left_taken == NULL or ratio_prod == NULL or follow_prod == NULL or follow == NULL
+                or factor == NULL or terms == NULL):
             failed[0] = 1
         for i in prange(n_rows, schedule="dynamic", chunksize=4):
             if failed[0] or interrupted(&stop):
@@ -315,14 +317,13 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                 n = f.tree_start[t + 1] - start
                 if n == 1:
                     continue
-                row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                path_factors(&f, t, &X[i, 0], left_taken, ratio_prod, follow_prod)
                 for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
                     d = dim[v]
                     if d == 0:
                         continue
-                    A = pattern[leaf_node[v] - start]
-                    for b in range(d):
-                        follow[b] = <double> ((A >> b) & 1)
+                    for b in range(d):  # X at the feature's deepest edge on the path
+                        follow[b] = follow_prod[edge[fstart[v] + b] - start]
                     r0 = rule_start[d]
                     leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
                                rule_start[d + 1] - r0, factor, terms)
@@ -335,7 +336,8 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                             add_leaf(n_packed, &offsets[offset_start[v]], terms,
                                      f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
         free(left_taken)
-        free(pattern)
+        free(ratio_prod)
+        free(follow_prod)
         free(follow)
         free(factor)
         free(terms)
