@@ -87,6 +87,6 @@ ax_dep.legend(loc="upper left")
 fig.colorbar(dots, ax=ax_dep, shrink=0.8, label=names[partner])
 fig.tight_layout()
 if args.output:
-    fig.savefig(args.output, dpi=100)
+    fig.savefig(args.output, dpi=100, bbox_inches="tight")
     print("figure saved to", args.output)
 plt.show()
