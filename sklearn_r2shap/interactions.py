@@ -161,10 +161,16 @@ def _plan(ensemble, structure, n_rows):
     return np.flatnonzero(~tabulate).astype(np.int64), groups, entries
 
 
-def _tables(ensemble, structure, group, entries, rule):
+def _group_leaves(structure, group):
     tree_leaf_start = structure["tree_leaf_start"]
-    leaves = np.concatenate(
+    return np.concatenate(
         [np.arange(tree_leaf_start[t], tree_leaf_start[t + 1]) for t in group]).astype(np.int64)
+
+
+def _tables(ensemble, structure, group, entries):
+    """The leaves of a group of trees, where each one's table starts, and the
+    factor its table is scaled by."""
+    leaves = _group_leaves(structure, group)
     table_start = np.concatenate([[0], np.cumsum(entries[leaves])]).astype(np.int64)
     if ensemble.n_values == 1:  # the leaf value goes into the table
         scale = np.ascontiguousarray(ensemble.value[structure["leaf_node"][leaves], 0])
@@ -185,9 +191,7 @@ def _interaction_values(ensemble, X, n_threads):
     offsets = _interactions.packed_offsets(structure, width)
     expected = np.ascontiguousarray(expected_value(ensemble), dtype=np.float64)
     cache = {}
-    cache_entries = sum(int(entries[np.concatenate([np.arange(
-        structure["tree_leaf_start"][t], structure["tree_leaf_start"][t + 1]) for t in g])].sum())
-        for g in groups) if groups else 0
+    cache_entries = sum(int(entries[_group_leaves(structure, g)].sum()) for g in groups)
     # a dense X is one block; a sparse X goes in dense blocks of bounded size
     for start, stop, rows in iter_row_blocks(ensemble, X, max(n_rows, 1)):
         part = out[start:stop]
@@ -197,7 +201,7 @@ def _interaction_values(ensemble, X, n_threads):
             if g in cache:
                 tables, start_by_leaf = cache[g]
             else:
-                leaves, table_start, scale = _tables(ensemble, structure, group, entries, rule)
+                leaves, table_start, scale = _tables(ensemble, structure, group, entries)
                 tables = _interactions.interaction_tables(structure, leaves, table_start, scale,
                                                           *rule, n_threads)
                 start_by_leaf = np.full(len(structure["leaf_dim"]), -1, dtype=np.int64)
