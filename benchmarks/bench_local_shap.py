@@ -37,7 +37,10 @@ else:
     model = lgb.Booster(model_file=model_path)
 X = np.load(rows_path)
 if peer == "fasttreeshap":
-    import fasttreeshap
+    try:
+        import fasttreeshap
+    except ImportError:  # fasttreeshap-fixed 0.1.5 imports as fasttreeshap_fixed
+        import fasttreeshap_fixed as fasttreeshap
     explainer = fasttreeshap.TreeExplainer(model, algorithm="v2", n_jobs=int(threads))
     run = lambda: explainer.shap_values(X, check_additivity=False)
 else:
