@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 KERNELS = ["_forest", "_predict", "_semivalues", "_saabas", "_qshap", "_qshap_sampled", "_treeprob", "_piecewise",
-           "_interventional"]
+           "_interventional", "_interactions"]
 
 
 def _compiler_has_openmp():

@@ -1,17 +1,95 @@
-"""Local SHAP values: sklearn-r2shap against XGBoost, LightGBM and shap's C++.
+"""Local SHAP values: sklearn-r2shap against XGBoost, LightGBM, shap's C++,
+FastTreeSHAP v2 and woodelf.
 
-Every peer runs in the same process, on the same rows, with the same number
-of threads (``--threads``, default 2); shap's C++ TreeSHAP is single-threaded,
-so it is also compared with our kernel on one thread. Ratios (peer time /
-our time) are what count on a shared, noisy machine. Usage::
+Every peer runs on the same rows with the same number of threads
+(``--threads``, default 2); shap's C++ TreeSHAP is single-threaded, so it is
+also compared with our kernel on one thread. FastTreeSHAP v2
+(``fasttreeshap-fixed``, ``algorithm="v2"``, ``n_jobs`` = threads) and
+woodelf-explainer run in their own virtual environments
+(``--fasttreeshap-python``, ``--woodelf-python``; see /work/shared/PEERS.md)
+on the saved model, in a subprocess with ``OMP_NUM_THREADS`` = threads; their
+time is the best of ``--repeat`` calls after a first one (model parsed).
+Ratios (peer time / our time) are what count on a shared, noisy machine.
+Usage::
 
     python benchmarks/bench_local_shap.py [--threads 2] [--rows 5000] [--quick]
 """
 import argparse
+import json
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
+
+PEER_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+peer, kind, model_path, rows_path, out_path, repeat, threads = sys.argv[1:8]
+if kind == "xgboost":
+    import xgboost as xgb
+    model = xgb.Booster(model_file=model_path)
+else:
+    import lightgbm as lgb
+    model = lgb.Booster(model_file=model_path)
+X = np.load(rows_path)
+if peer == "fasttreeshap":
+    try:
+        import fasttreeshap
+    except ImportError:  # fasttreeshap-fixed 0.1.5 imports as fasttreeshap_fixed
+        import fasttreeshap_fixed as fasttreeshap
+    explainer = fasttreeshap.TreeExplainer(model, algorithm="v2", n_jobs=int(threads))
+    run = lambda: explainer.shap_values(X, check_additivity=False)
+else:
+    import pandas as pd
+    from woodelf import WoodelfExplainer
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    explainer = WoodelfExplainer(model)
+    run = lambda: explainer.shap_values(frame, verbose=False)
+values = run()
+times = []
+for _ in range(int(repeat)):
+    start = time.perf_counter()
+    values = run()
+    times.append(time.perf_counter() - start)
+np.save(out_path, np.asarray(values, dtype=np.float64))
+print(json.dumps({"best": min(times)}))
+"""
+
+
+def run_peer(args, peer, kind, booster, X_explain):
+    """(seconds, values) of ``peer`` in its own venv on the saved model, or None."""
+    python = getattr(args, f"{peer}_python")
+    if not python or not os.path.exists(python):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = os.path.join(tmp, "model.json" if kind == "xgboost" else "model.txt")
+        booster.save_model(model_path)
+        rows_path, out_path = os.path.join(tmp, "rows.npy"), os.path.join(tmp, "out.npy")
+        np.save(rows_path, X_explain)
+        env = dict(os.environ, **{name: str(args.threads) for name in (
+            "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")})
+        done = subprocess.run([python, "-c", PEER_SCRIPT, peer, kind, model_path, rows_path,
+                               out_path, str(args.repeat), str(args.threads)],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"{peer} failed on {kind}:\n{done.stderr[-2000:]}", file=sys.stderr)
+            return None
+        return json.loads(done.stdout.strip().splitlines()[-1])["best"], np.load(out_path)
+
+
+def peer_rows(args, kind, booster, X_explain, ours, ours_t, label):
+    rows = []
+    for peer, name in (("fasttreeshap", "FastTreeSHAP v2"), ("woodelf", "woodelf")):
+        result = run_peer(args, peer, kind, booster, X_explain)
+        if result is not None:
+            rows.append((f"{name}, {label}", result[0], ours_t, args.threads,
+                         np.max(np.abs(result[1].reshape(len(X_explain), -1)[:, :ours.shape[1] - 1]
+                                       - ours[:, :-1]))))
+    return rows
 
 
 def best_of(fn, repeat):
@@ -65,6 +143,7 @@ def bench_xgboost(args, depth, X, y, X_explain):
     xgb_t, theirs = best_of(lambda: booster.predict(dmat, pred_contribs=True), args.repeat)
     rows = [(f"XGBoost pred_contribs, depth {depth}", xgb_t, ours_t, args.threads,
              np.max(np.abs(theirs - ours)))]
+    rows += peer_rows(args, "xgboost", booster, X_explain, ours, ours_t, f"XGBoost depth {depth}")
     if not args.no_shap:
         explainer = shap_cpp_explainer(to_ensemble(model))
         n_shap = min(len(X_explain), args.shap_rows)
@@ -88,7 +167,8 @@ def bench_lightgbm(args, X, y, X_explain):
         lambda: model.booster_.predict(X_explain, pred_contrib=True, num_threads=args.threads),
         args.repeat)
     return [("LightGBM pred_contrib, num_leaves 255", lgb_t, ours_t, args.threads,
-             np.max(np.abs(theirs - ours)))]
+             np.max(np.abs(theirs - ours)))] + peer_rows(
+        args, "lightgbm", model.booster_, X_explain, ours, ours_t, "LightGBM num_leaves 255")
 
 
 def main():
@@ -102,6 +182,9 @@ def main():
     parser.add_argument("--shap-rows", type=int, default=1000,
                         help="rows given to shap's slower single-threaded C++ (time scaled)")
     parser.add_argument("--no-shap", action="store_true")
+    parser.add_argument("--fasttreeshap-python",
+                        default="/work/peer-venvs/fasttreeshap/bin/python")
+    parser.add_argument("--woodelf-python", default="/work/peer-venvs/woodelf/bin/python")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args()
     if args.quick:
@@ -117,7 +200,10 @@ def main():
         rows += bench_xgboost(args, depth, X, y, X_explain)
     rows += bench_lightgbm(args, X, y, X_explain)
 
+    load = os.getloadavg()
     print(f"# {platform.node()} | {platform.processor() or platform.machine()} | "
+          f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} | "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | "
           f"{args.rows} rows explained, {args.trees} trees, {args.features} features")
     print(f"| peer | threads | peer s | ours s | peer / ours | max abs diff |")
     print(f"|---|---|---|---|---|---|")

@@ -31,6 +31,7 @@ from .attributions import (
     saabas_values,
     shap_values,
 )
+from .interactions import shap_interaction_values
 from .explanation import Explanation, explain
 
 __version__ = "0.1.0"
@@ -40,6 +41,7 @@ __all__ = [
     "UnsupportedModelError",
     "to_ensemble",
     "shap_values",
+    "shap_interaction_values",
     "explain",
     "Explanation",
     "saabas_values",

@@ -90,3 +90,11 @@ def test_pipeline_explanations():
     out = run("pipeline_explanations.py")
     assert "held-out R^2" in out and "group share" in out
     assert "SHAP values of feature groups" in out
+
+
+def test_interaction_values(tmp_path):
+    out = run("interaction_values.py", "--output", str(tmp_path / "interactions.png"))
+    assert "strongest partner" in out and (tmp_path / "interactions.png").exists()
+    for label in ("row sum - SHAP value", "total - prediction"):
+        line = next(line for line in out.splitlines() if label in line)
+        assert float(line.split(":")[-1]) < 1e-9

@@ -39,7 +39,7 @@ LAYERS = {
     # public functions, and the estimators (which call them)
     "attributions": 5, "decomposition": 5, "piecewise": 5, "ranking": 5, "shapflex": 5,
     "metrics": 5, "_selector": 5, "importance": 5, "interventional": 5,
-    "_stats": 5, "_held_out": 5, "rfecv": 5, "_groups": 5, "_pipeline": 5, "explanation": 5,
+    "_stats": 5, "_held_out": 5, "rfecv": 5, "_groups": 5, "_pipeline": 5, "explanation": 5, "interactions": 5,
     "": 6, "__main__": 6,  # the package root: the public names
 }
 PUBLIC = 5

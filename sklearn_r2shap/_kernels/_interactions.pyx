@@ -1,0 +1,375 @@
+# SHAP interaction values of the path-dependent game (doc/local_attributions.rst,
+# "Interaction values"; DESIGN section 7; Lundberg et al. 2020, "From local
+# explanations to global understanding with explainable AI for trees", eq. (7)-(8)).
+#
+# Derivation. One tree's game is a sum of products over leaves v (section 1):
+#     v_x(S) = sum_v rho_v prod_{j in F_v} g_vj(S),  g_vj(S) = X_vj if j in S else R_vj,
+# (F_v: the distinct features on v's path; R_vj the product of the cover ratios of
+# its j-edges, X_vj = 1 if x follows them all, else 0). For i != j in F_v the
+# discrete second derivative of a leaf's term is
+#     v(S+i+j) - v(S+i) - v(S+j) + v(S) = rho_v D_vi D_vj prod_{k in F_v\{i,j}} g_vk(S),
+# D = X - R, and 0 when i or j is not in F_v. The interaction weight of eq. (8),
+#     |S|! (M - |S| - 2)! / (2 (M - 1)!) = (1/2) int_0^1 t^|S| (1 - t)^(M-2-|S|) dt,
+# turns the sum over S in N\{i,j} into an integral of the multilinear extension
+# (Grabisch's Shapley interaction index; players off F_v sum out to 1):
+#     Phi_ij = (1/2) int_0^1 d_i d_j F(t 1) dt
+#            = (1/2) sum_v rho_v D_vi D_vj int_0^1 prod_{k in F_v\{i,j}} (R_vk + t D_vk) dt,     (I1)
+# and the SHAP value is the first derivative's integral (TreeGrad-Shap),
+#     phi_i = sum_v rho_v D_vi int_0^1 prod_{k in F_v\{i}} (R_vk + t D_vk) dt.               (I2)
+# The integrands have degree d_v - 1 at most (d_v = |F_v|), so the Gauss-Legendre
+# rule with ceil(d_v / 2) nodes on (0, 1) gives both exactly. Eq. (8)'s diagonal,
+# Phi_ii = phi_i - sum_{j != i} Phi_ij, is formed once per row at the end
+# (``finish``), after every tree has added phi_i into [i, i] and Phi_ij into the
+# upper triangle [min(i, j), max(i, j)].
+#
+# At the rule's nodes t in (0, 1), a factor R + t D = (1 - t) R + t X vanishes only
+# where R = X = 0 (a zero-cover edge x does not take); then D = 0 too and every
+# term of the leaf in (I1), (I2) is 0, so such a leaf is skipped and the other
+# products are taken by division (exact to rounding: no cancellation).
+#
+# Two routes with the same values:
+# * pattern tables (many rows, shallow trees): X_v is a 0/1 vector, so a leaf has
+#   2^d_v possible terms. Per pattern A the table holds the d(d+1)/2 numbers
+#   rho D_a D_b / 2 int prod_{k != a,b} and rho D_a int prod_{k != a} (a < b,
+#   packed upper triangle), computed once per tree; a row finds its pattern at
+#   every leaf (one bit operation per node) and adds d(d+1)/2 numbers.
+# * per row (deep trees, few rows): the same numbers from the row's own X_v.
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+from ._forest cimport (
+    Forest, forest_from, path_factors, row_patterns,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
+
+
+cdef inline void leaf_terms(
+    int64_t d, const double* ratio, const double* follow,
+    const double* points, const double* weights, int64_t m,
+    double* factor, double* acc,
+) noexcept nogil:
+    """The packed (upper triangle, row-major) numbers of one leaf of unit value:
+    acc[a, a] = D_a int prod_{k != a}, acc[a, b] = D_a D_b / 2 int prod_{k != a, b}
+    (I1, I2) for the leaf's d features with R = ``ratio``, X = ``follow``."""
+    cdef int64_t a, b, l, idx
+    cdef double t, product, u, da
+    cdef int64_t n_packed = d * (d + 1) // 2
+    for idx in range(n_packed):
+        acc[idx] = 0.0
+    for l in range(m):
+        t = points[l]
+        product = 1.0
+        for b in range(d):
+            factor[b] = ratio[b] + t * (follow[b] - ratio[b])
+            product = product * factor[b]
+        if product == 0.0:  # a factor R = X = 0: every term is 0
+            for idx in range(n_packed):
+                acc[idx] = 0.0
+            return
+        for b in range(d):
+            factor[b] = 1.0 / factor[b]
+        idx = 0
+        for a in range(d):
+            u = weights[l] * product * factor[a]
+            acc[idx] += u
+            idx += 1
+            for b in range(a + 1, d):
+                acc[idx] += u * factor[b]
+                idx += 1
+    idx = 0
+    for a in range(d):
+        da = follow[a] - ratio[a]
+        acc[idx] = acc[idx] * da
+        idx += 1
+        for b in range(a + 1, d):
+            acc[idx] = acc[idx] * (0.5 * da * (follow[b] - ratio[b]))
+            idx += 1
+
+
+cdef inline void add_leaf(
+    int64_t n_packed, const int64_t* offset, const double* terms, double scale, double* out,
+) noexcept nogil:
+    """Add scale * terms (packed) to the row's matrix at the leaf's offsets."""
+    cdef int64_t idx
+    for idx in range(n_packed):
+        out[offset[idx]] += scale * terms[idx]
+
+
+cdef inline void add_leaf_unit(int64_t n_packed, const int64_t* offset, const double* terms,
+                               double* out) noexcept nogil:
+    cdef int64_t idx
+    for idx in range(n_packed):
+        out[offset[idx]] += terms[idx]
+
+
+def packed_offsets(structure, int64_t width):
+    """Where each packed number of a leaf goes in a row's (width, width)
+    matrix: the diagonal at [j, j], a pair of (distinct) path features at
+    [min, max]. Returns (offsets, start) with leaf v's from start[v]."""
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    n_packed = np.asarray(dim) * (np.asarray(dim) + 1) // 2
+    start_np = np.concatenate([[0], np.cumsum(n_packed)]).astype(np.int64)
+    cdef const int64_t[::1] start = start_np
+    cdef int64_t[::1] offsets = np.zeros(start_np[-1], dtype=np.int64)
+    cdef int64_t v, a, b, ja, jb, idx
+    with nogil:
+        for v in range(dim.shape[0]):
+            idx = start[v]
+            for a in range(dim[v]):
+                ja = feature[fstart[v] + a]
+                offsets[idx] = ja * width + ja
+                idx += 1
+                for b in range(a + 1, dim[v]):
+                    jb = feature[fstart[v] + b]
+                    offsets[idx] = ja * width + jb if ja < jb else jb * width + ja
+                    idx += 1
+    return np.asarray(offsets), start_np
+
+
+def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] table_start,
+                       const double[::1] scale, const double[::1] points,
+                       const double[::1] weights, const int64_t[::1] rule_start,
+                       int n_threads):
+    """Pattern tables of the given leaves (indices into the structure's leaf arrays).
+
+    Leaf ``leaves[i]`` with d features gets 2^d blocks of d(d+1)/2 packed
+    numbers (``leaf_terms`` for X = the pattern's bits) times ``scale[i]``,
+    from ``table_start[i]``. The rule of a leaf with d features is
+    ``points[rule_start[d]:rule_start[d + 1]]``.
+    """
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef int64_t n_leaves = leaves.shape[0]
+    cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
+    cdef int64_t max_dim = int(np.max(np.asarray(dim)[np.asarray(leaves)], initial=0))
+    cdef Py_ssize_t i
+    cdef int64_t v, d, A, b, c, n_packed, r0
+    cdef double* follow
+    cdef double* factor
+    cdef double* row
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_leaves == 0:
+        return np.asarray(tables)
+    with nogil, parallel(num_threads=n_threads):
+        follow = <double*> malloc((max_dim + 1) * sizeof(double))
+        factor = <double*> malloc((max_dim + 1) * sizeof(double))
+        if follow == NULL or factor == NULL:
+            failed[0] = 1
+        for i in prange(n_leaves, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            v = leaves[i]
+            d = dim[v]
+            n_packed = d * (d + 1) // 2
+            r0 = rule_start[d]
+            for A in range(1 << d):
+                for b in range(d):
+                    follow[b] = <double> ((A >> b) & 1)
+                row = &tables[table_start[i] + A * n_packed]
+                leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
+                           rule_start[d + 1] - r0, factor, row)
+                for c in range(n_packed):
+                    row[c] = row[c] * scale[i]
+        free(follow)
+        free(factor)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+    return np.asarray(tables)
+
+
+def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                         const double[::1] tables, const int64_t[::1] table_start,
+                         const int64_t[::1] offsets, const int64_t[::1] offset_start,
+                         double[:, :, :, ::1] out, int64_t block, int n_threads):
+    """Add the tabulated terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1).
+
+    ``table_start`` is indexed by the structure's leaf index, ``offsets``
+    and ``offset_start`` are ``packed_offsets``'. With one value
+    per leaf (``n_values == 1``) the tables hold the leaf value already;
+    otherwise they are of unit value and each output's value multiplies them.
+    Rows go in blocks of ``block``: per tree, every row's pattern at every
+    leaf, then leaf by leaf (its table stays in cache for the block).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t W = f.n_values
+    cdef int64_t width = out.shape[3]
+    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"]), initial=1))
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, n, lv, v, d, o, w, n_packed, n_leaves
+    cdef const double* table
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
+        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                n = f.tree_start[t + 1] - start
+                if n == 1:
+                    continue
+                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
+                for i in range(i0, i1):
+                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
+                    for lv in range(n_leaves):
+                        leaf_pattern[(i - i0) * n_leaves + lv] = (
+                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                for lv in range(n_leaves):
+                    v = tree_leaf_start[t] + lv
+                    d = dim[v]
+                    if d == 0:
+                        continue
+                    n_packed = d * (d + 1) // 2
+                    for i in range(i0, i1):
+                        table = &tables[table_start[v]
+                                        + leaf_pattern[(i - i0) * n_leaves + lv] * n_packed]
+                        if W == 1:
+                            add_leaf_unit(n_packed, &offsets[offset_start[v]], table,
+                                          &out[i, f.tree_output[t], 0, 0])
+                        else:
+                            for w in range(W):
+                                add_leaf(n_packed, &offsets[offset_start[v]], table,
+                                         f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
+        free(left_taken)
+        free(pattern)
+        free(leaf_pattern)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
+                     const double[::1] points, const double[::1] weights,
+                     const int64_t[::1] rule_start, const int64_t[::1] offsets,
+                     const int64_t[::1] offset_start, double[:, :, :, ::1] out, int n_threads):
+    """Add the terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1),
+    computed per row from its own X (the per-row route; any number of
+    features on a path)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef const int64_t[::1] edge = structure["leaf_edge"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef int64_t max_dim = int(np.max(structure["leaf_dim"], initial=0))
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t W = f.n_values
+    cdef int64_t width = out.shape[3]
+    cdef Py_ssize_t i
+    cdef int64_t ti, t, start, n, v, d, b, w, r0, n_packed
+    cdef uint8_t* left_taken
+    cdef double* ratio_prod
+    cdef double* follow_prod
+    cdef double* follow
+    cdef double* factor
+    cdef double* terms
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
+        ratio_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
+        follow_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
+        follow = <double*> malloc((max_dim + 1) * sizeof(double))
+        factor = <double*> malloc((max_dim + 1) * sizeof(double))
+        terms = <double*> malloc((max_dim * (max_dim + 1) // 2 + 1) * sizeof(double))
+        if (left_taken == NULL or ratio_prod == NULL or follow_prod == NULL or follow == NULL
+                or factor == NULL or terms == NULL):
+            failed[0] = 1
+        for i in prange(n_rows, schedule="dynamic", chunksize=4):
+            if failed[0] or interrupted(&stop):
+                continue
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                n = f.tree_start[t + 1] - start
+                if n == 1:
+                    continue
+                path_factors(&f, t, &X[i, 0], left_taken, ratio_prod, follow_prod)
+                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+                    d = dim[v]
+                    if d == 0:
+                        continue
+                    for b in range(d):  # X at the feature's deepest edge on the path
+                        follow[b] = follow_prod[edge[fstart[v] + b] - start]
+                    r0 = rule_start[d]
+                    leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
+                               rule_start[d + 1] - r0, factor, terms)
+                    n_packed = d * (d + 1) // 2
+                    if W == 1:
+                        add_leaf(n_packed, &offsets[offset_start[v]], terms,
+                                 f.value[leaf_node[v]], &out[i, f.tree_output[t], 0, 0])
+                    else:
+                        for w in range(W):
+                            add_leaf(n_packed, &offsets[offset_start[v]], terms,
+                                     f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
+        free(left_taken)
+        free(ratio_prod)
+        free(follow_prod)
+        free(follow)
+        free(factor)
+        free(terms)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
+def finish(double[:, :, :, ::1] out, const double[::1] expected, int n_threads):
+    """Eq. (8)'s diagonal and symmetry, in place: [i, i] holds phi_i and the
+    upper triangle Phi_ij; set [j, i] = [i, j], [i, i] = phi_i - sum_{j != i}
+    Phi_ij, the last row and column 0 and the corner the expected value."""
+    cdef Py_ssize_t n_rows = out.shape[0]
+    cdef int64_t n_outputs = out.shape[1]
+    cdef int64_t width = out.shape[3]
+    cdef int64_t p = width - 1
+    cdef Py_ssize_t i
+    cdef int64_t o, a, b
+    cdef double s
+    cdef double* M
+    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
+        for o in range(n_outputs):
+            M = &out[i, o, 0, 0]
+            for a in range(p):
+                for b in range(a + 1, p):
+                    M[b * width + a] = M[a * width + b]
+            for a in range(p):
+                s = 0.0
+                for b in range(p):
+                    if b != a:
+                        s = s + M[a * width + b]
+                M[a * width + a] -= s
+                M[a * width + p] = 0.0
+                M[p * width + a] = 0.0
+            M[p * width + p] = expected[o]
