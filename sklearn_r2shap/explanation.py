@@ -340,10 +340,6 @@ def _group_data(X, groups, names):
     return dense[:, [inputs.index(str(n)) for n in names]]
 
 
-def _accepts(function, parameter):
-    return parameter in inspect.signature(function).parameters
-
-
 def explain(model, X, *, background=None, groups=None, interactions=False, n_jobs=None):
     """Exact SHAP values of a tree model (or a Pipeline ending in one) as an :class:`Explanation`.
 
@@ -396,6 +392,7 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     (3,)
     """
     from .attributions import shap_values
+    from .interactions import shap_interaction_values
 
     if _dask.is_dask_collection(X):
         raise ValueError("explain() holds its rows in memory; pass X.compute() of the rows "
@@ -412,11 +409,6 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         description = "path-dependent SHAP values of feature groups"
         data = _group_data(X, groups, names)
     elif background is not None:
-        if not _accepts(shap_values, "background"):
-            raise ValueError(
-                "background= needs the interventional values (shap_values(model, X, "
-                "background=...)), which this version does not have; pass background=None "
-                "for the path-dependent values.")
         if _pipeline.is_pipeline(model):
             background = _pipeline.transform(model, background)
         phi = shap_values(last, rows, background=background, n_jobs=n_jobs)
@@ -430,12 +422,6 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         if background is not None:
             raise ValueError("interactions=True computes the path-dependent interaction "
                              "values; pass background=None with it.")
-        try:
-            from .interactions import shap_interaction_values
-        except ImportError:
-            raise ValueError("interactions=True needs shap_interaction_values "
-                             "(sklearn_r2shap.interactions), which this version does not "
-                             "have; pass interactions=False.") from None
         interaction = _interaction_layout(
             shap_interaction_values(last, rows, n_jobs=n_jobs), ensemble.n_outputs)
     values, base_values = _shap_layout(phi, ensemble.n_outputs)

@@ -21,7 +21,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 import reference
 from sklearn_r2shap import explain, shap_values, to_ensemble
 
-explain_module = importlib.import_module("sklearn_r2shap.explain")
+explain_module = importlib.import_module("sklearn_r2shap._games.semivalues")
 
 
 def brute_force(ensemble, x, players):

@@ -1,5 +1,4 @@
 """Kernels on hand-built ensembles against subset enumeration (tests/reference.py)."""
-import importlib
 
 import numpy as np
 import pytest
@@ -22,8 +21,6 @@ from sklearn_r2shap._model._ensemble import (
     TreeEnsemble,
 )
 
-# the module; the package attribute sklearn_r2shap.explain is the function explain()
-explain = importlib.import_module("sklearn_r2shap.explain")
 
 
 def random_tree(rng, data, n_features, max_depth, n_values=1, categorical=(), output=0):
