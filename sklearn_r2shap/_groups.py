@@ -1,4 +1,4 @@
-"""Feature groups as players (DESIGN.md section 7, "Groups").
+"""Feature groups as players (documentation page "Pipelines, Explanation results and IsolationForest", groups).
 
 The game of a set T of groups is the game of the union of their members.
 For the path-dependent game that is the game of the same trees in which a
@@ -9,6 +9,9 @@ the exact values of the groups -- not the sums of the members' values.
 :func:`resolve_groups` turns ``groups=`` (a mapping name -> columns, or
 ``"input"`` for a Pipeline: every output column of its steps to the input
 column it came from) into one player per column.
+
+Layer: public functions (helpers at the boundary). Imports ``_pipeline``, ``_model``,
+``_validation``; never an estimator.
 """
 import numbers
 

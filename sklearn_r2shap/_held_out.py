@@ -1,12 +1,15 @@
 """Cross-fitted shares: the held-out folds' decompositions pooled over rows.
 
-DESIGN.md, section 7 ("Tests on held-out shares"): a row i of fold k gets
+Documentation page "Feature selection" (tests on held-out shares): a row i of fold k gets
 L_ij = n_k * local_ij, its term of feature j's share on fold k scaled so
 that the fold's share (fold k's own denominator) is the mean of L_ij over
 the fold's rows. All rows pooled: the share is mean_i L_ij, its standard
 error sd_i(L_ij) / sqrt(n) (ddof=1). Rows of zero weight are absent, as in
 :func:`~sklearn_r2shap.r2_decomposition` (n and n_k count rows of positive
 weight).
+
+Layer: estimators (cross-fitted shares of the selectors). Imports ``_stats`` and
+``_execution.dask``; never a public function module.
 """
 from dataclasses import replace
 

@@ -1,8 +1,8 @@
 """Numerical helpers: Gauss quadrature rules on (0, 1) and mergeable statistics.
 
 - :func:`beta_quadrature` / :func:`_gauss_legendre` / :func:`_unit_rule`: the
-  rules that integrate the gradient of the multilinear extension (DESIGN.md
-  section 2; TreeGrad-Shap, treegrad-ranker Algorithm 7);
+  rules that integrate the gradient of the multilinear extension (documentation
+  page "Local attributions"; TreeGrad-Shap, treegrad-ranker Algorithm 7);
 - :func:`quadrature_sizes`: the number of nodes that make Sh[m] and Sh[m^2]
   exact for an ensemble (section 3);
 - :class:`Moments`, :class:`Extremes` and :func:`merge_statistics`: per-block

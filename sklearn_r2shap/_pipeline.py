@@ -8,6 +8,9 @@ are the columns the preceding steps output, named by their
 ``get_feature_names_out``. This module is the one place that unwraps a
 Pipeline; the public boundaries call :func:`unwrap` (model and rows) or
 :func:`final_step` (model only) in a line.
+
+Layer: public functions (the boundary's Pipeline unwrapping). Imports ``_model``,
+``_validation`` and ``_execution.dask``; never a public function module or an estimator.
 """
 import numpy as np
 

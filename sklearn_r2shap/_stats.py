@@ -1,4 +1,4 @@
-"""Tests on held-out shares and the one-standard-error rule (DESIGN.md, section 7).
+"""Tests on held-out shares and the one-standard-error rule (documentation page "Feature selection").
 
 Plain numpy / scipy on arrays: the one-sided z-test of H0: share_j <= 0 on
 pooled per-row terms, the Holm and Benjamini-Hochberg corrections (as
@@ -6,6 +6,9 @@ adjusted p-values, so that equal p-values get equal decisions), and the
 one-standard-error choice of a number of features from cross-validated
 curves. Used by :class:`~sklearn_r2shap.ShapleyR2Importance` and
 :class:`~sklearn_r2shap.ShapleyR2RFECV`.
+
+Layer: estimators (the selectors' statistics). Imports ``_selector``; never a public
+function module.
 """
 import numpy as np
 from scipy.stats import norm

@@ -9,8 +9,10 @@ layout of shap's ``Explanation`` instead -- ``values`` of shape
 feature name, convertible to a pandas frame and to a ``shap.Explanation``
 (so that shap's plots take it). Nothing is computed here that the array
 functions do not compute.
+
+Layer: public functions. Imports ``attributions``, ``interactions``, ``_groups``,
+``_pipeline`` and the layers below; never an estimator.
 """
-import inspect
 import numbers
 
 import numpy as np

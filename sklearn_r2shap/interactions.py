@@ -5,6 +5,9 @@ The exact Shapley interaction values of TreeSHAP's game (documentation page
 ``pred_interactions``. The kernel is ``_kernels/_interactions.pyx``; rows,
 validation and dask collections go through the same helpers as
 :func:`~sklearn_r2shap.shap_values`.
+
+Layer: public functions. Imports ``attributions`` (the expected value), ``_pipeline``
+and the layers below; never an estimator.
 """
 import numpy as np
 

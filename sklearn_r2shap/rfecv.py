@@ -3,9 +3,12 @@
 :class:`ShapleyR2RFECV` has the interface of
 :class:`sklearn.feature_selection.RFECV`. Each fold runs its own elimination
 on its training rows only and scores every step on its held-out rows
-(DESIGN.md, section 7, "One-standard-error rule"), the number of features
+(documentation page "Feature selection", one-standard-error rule), the number of features
 is chosen from the folds' curves, then one elimination on all rows chooses
 which features.
+
+Layer: estimators. Imports the public functions, ``_selector``, ``_stats`` and the
+layers below; never imported by a public function.
 """
 import numbers
 

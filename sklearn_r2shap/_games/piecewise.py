@@ -1,4 +1,4 @@
-"""The piecewise-linear game (LightGBM ``linear_tree``; DESIGN.md section 4).
+"""The piecewise-linear game (LightGBM ``linear_tree``; documentation page "Piecewise-linear trees").
 
 :class:`_PiecewiseGame` holds what the kernel needs besides the rows, built
 from background statistics (:func:`game_from_statistics`, from covers and

@@ -1,7 +1,7 @@
 """Per-row semivalues of the path-dependent game, Saabas, and raw predictions.
 
-Block functions ``f(ensemble, X, *, ..., n_threads)`` of checked rows (DESIGN.md
-section 2): :func:`uniform_semivalues` (Shapley, Beta Shapley, weighted
+Block functions ``f(ensemble, X, *, ..., n_threads)`` of checked rows (documentation
+page "Local attributions"): :func:`uniform_semivalues` (Shapley, Beta Shapley, weighted
 Banzhaf: TreeGrad-Shap's quadrature of the multilinear extension's gradient,
 pattern tables for shallow trees), :func:`treeprob_values` (any
 probabilistic value, TreeProb), :func:`saabas` and :func:`predict_raw`. Each

@@ -1,4 +1,4 @@
-"""TreeGrad games (treegrad-ranker, Algorithms 2, 9 and 10; DESIGN.md section 5).
+"""TreeGrad games (treegrad-ranker, Algorithms 2, 9 and 10; documentation page "Ranking").
 
 Which output of a model a row's game explains (:func:`_resolve_output`, shared
 by the ranker and the insertion / deletion curves), and the kernels of a

@@ -380,7 +380,7 @@ class TreeEnsemble:
         Every split on column j is credited to player ``player_of_column[j]``
         while it still routes rows by column j (``route_feature``), so the
         path-dependent game of a set T of players is that of the union of
-        their columns (DESIGN.md section 7, "Groups"); every kernel then
+        their columns (documentation page "Pipelines, Explanation results and IsolationForest"); every kernel then
         computes the values of the players. Players are numbered
         ``0..n_players-1 <= n_features - 1``, the rest of the value columns
         are null players.
