@@ -69,8 +69,7 @@ PEERS = {  # runner -> the rules (methods) it reports
 METHODS = OURS + SKLEARN + [m for rules in PEERS.values() for m in rules]
 # methods computed together (one selection time for all of them)
 GROUPS = {"r2shap_mean": ["r2shap_mean"], "r2shap_fdr": ["r2shap_fdr"],
-          "r2shap_rfecv_one_se": ["r2shap_rfecv_one_se"],
-          "r2shap_rfecv_best": ["r2shap_rfecv_best"],
+          "r2shap_rfecv": ["r2shap_rfecv_one_se", "r2shap_rfecv_best"],
           "sfm_gain": ["sfm_gain"], "rfecv": ["rfecv"], "perm": ["perm_mean", "perm_2sd"],
           **PEERS}
 DATASETS = ["friedman1", "classification", "copies", "interaction", "diabetes", "breast_cancer"]
@@ -91,7 +90,11 @@ def parse_args(argv=None):
                         help="also take the records of these result files (other runs)")
     parser.add_argument("--methods", nargs="*", default=list(GROUPS),
                         help=f"method groups among {list(GROUPS)}")
-    parser.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
+    parser.add_argument("--datasets", nargs="*", default=DATASETS, choices=DATASETS)
+    parser.add_argument("--rfe-step", type=float, default=1,
+                        help="ShapleyR2RFECV's step (its default 1; a float in (0, 1) is a "
+                             "fraction of the features, as in RFECV)")
+    parser.add_argument("--null-tasks", nargs="*", default=["regression", "classification"])
     parser.add_argument("--peer-venvs", default="/work/peer-venvs")
     parser.add_argument("--peer-timeout", type=float, default=3600.0)
     parser.add_argument("--output", default=None)
@@ -197,7 +200,7 @@ def held_out_score(kept, X_train, y_train, X_test, y_test, task, seed, threads):
 
 # ---------------------------------------------------------------- methods
 
-def run_ours(group, X, y, task, seed, threads):
+def run_ours(group, X, y, task, seed, threads, step=1):
     import numpy as np
 
     import sklearn_r2shap
@@ -209,13 +212,31 @@ def run_ours(group, X, y, task, seed, threads):
         selector = sklearn_r2shap.ShapleyR2Importance(model, threshold="fdr", alpha=0.1,
                                                       n_jobs=threads)
     else:
-        rule = group.rsplit("_", 2)[-2:]
-        rule = "one_se" if rule == ["one", "se"] else "best"
-        selector = sklearn_r2shap.ShapleyR2RFECV(model, selection_rule=rule, n_jobs=threads)
+        step = int(step) if step >= 1 else step
+        selector = sklearn_r2shap.ShapleyR2RFECV(model, step=step, selection_rule="one_se",
+                                                 n_jobs=threads)
     start = time.perf_counter()
     selector.fit(X, y)
     elapsed = time.perf_counter() - start
-    return {group: np.flatnonzero(selector.get_support()).tolist()}, elapsed, {}
+    if group != "r2shap_rfecv":
+        return {group: np.flatnonzero(selector.get_support()).tolist()}, elapsed, {}
+    # "best" from the same cross-validated curves (the costly part, deterministic:
+    # unshuffled folds, seeded model), then the elimination on all rows down to its
+    # count, as ShapleyR2RFECV(selection_rule="best").fit does; its time is taken as
+    # the one_se fit's (the same folds, and a shorter elimination on all rows).
+    from sklearn_r2shap._stats import choose_n_features
+
+    results = selector.cv_results_
+    folds = np.array([results[k] for k in results
+                      if k.startswith("split") and k.endswith("_test_score")]).T
+    count = int(results["n_features"][choose_n_features(results["n_features"], folds,
+                                                        "best")])
+    n_steps = int(max(1, step * X.shape[1])) if step < 1 else int(step)
+    _, _, last = selector._eliminate(X, y, None, count, n_steps)
+    extra = {"n_features_curve": results["n_features"].tolist(),
+             "mean_test_score": results["mean_test_score"].tolist(), "step": step}
+    return ({"r2shap_rfecv_one_se": np.flatnonzero(selector.support_).tolist(),
+             "r2shap_rfecv_best": sorted(int(j) for j in last)}, elapsed, extra)
 
 
 def run_sklearn(group, X, y, task, seed, threads):
@@ -280,7 +301,7 @@ def thread_env(threads):
 
 def run_group(group, X, y, task, seed, threads, args):
     if group in GROUPS and group.startswith("r2shap"):
-        return run_ours(group, X, y, task, seed, threads)
+        return run_ours(group, X, y, task, seed, threads, args.rfe_step)
     if group in PEERS:
         return run_peer(group, X, y, task, seed, threads, args)
     return run_sklearn(group, X, y, task, seed, threads)
@@ -288,7 +309,7 @@ def run_group(group, X, y, task, seed, threads, args):
 
 # ---------------------------------------------------------------- null targets
 
-def null_check(seeds, threads, rows=300, features=10):
+def null_check(seeds, threads, tasks, rows=300, features=10):
     """Fraction of pure-noise data sets (y independent of X) in which
     ``ShapleyR2Importance(threshold="fdr", alpha=0.1)`` selects any feature."""
     import numpy as np
@@ -296,7 +317,7 @@ def null_check(seeds, threads, rows=300, features=10):
     import sklearn_r2shap
 
     out = {}
-    for task in ("regression", "classification"):
+    for task in tasks:
         anys, pmins, errors, start = [], [], [], time.perf_counter()
         for seed in range(seeds):
             rng = np.random.default_rng(10_000 + seed)
@@ -467,6 +488,8 @@ def main(argv=None):
             if len(value) > len(all_scores.get(key, [])):
                 all_scores[key] = value
         data_info = {**other.get("datasets", {}), **data_info}
+        if other.get("null"):
+            old["null"] = {**other["null"], **(old.get("null") or {})}
         versions = {**other.get("versions", {}), **versions}
         previous_runs += other.get("runs", [])
     done = {(r["dataset"], r["seed"], r["method"]) for r in records}
@@ -545,7 +568,7 @@ def main(argv=None):
         if not (args.resume and null and all(v.get("fraction_any") is not None
                                              and v["seeds"] >= args.null_seeds
                                              for v in null.values())):
-            null = null_check(args.null_seeds, args.threads)
+            null = null_check(args.null_seeds, args.threads, args.null_tasks)
     save(null)
     summary = summarise(records)
     text = markdown(summary, all_scores, data_info) + "\n" + goals(summary, null) + "\n"

@@ -1,7 +1,7 @@
 """The scores of ``benchmarks/bench_selection.py`` (true-positive rate, false
 discovery proportion, F1), on a hand-made case and against scikit-learn's
 recall / precision / F1 of the indicator vectors over every pair of subsets of
-five features. The benchmark itself does not run in the suite."""
+four features. The benchmark itself does not run in the suite."""
 import importlib.util
 import itertools
 from pathlib import Path

@@ -83,3 +83,11 @@ def test_dask_local_cluster():
 def test_d2_classifiers_quick():
     out = run("d2_classifiers.py", "--quick")
     assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
+
+
+def test_how_many_features():
+    pytest.importorskip("pandas")
+    out = run("how_many_features.py")
+    assert "one-SE rule:" in out and "noise columns selected:" in out
+    # the peers' table, read from the benchmark's recorded results
+    assert "diabetes (all features:" in out and "powershap" in out
