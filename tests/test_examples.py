@@ -98,3 +98,11 @@ def test_interaction_values(tmp_path):
     for label in ("row sum - SHAP value", "total - prediction"):
         line = next(line for line in out.splitlines() if label in line)
         assert float(line.split(":")[-1]) < 1e-9
+
+
+def test_how_many_features():
+    pytest.importorskip("pandas")
+    out = run("how_many_features.py")
+    assert "one-SE rule:" in out and "noise columns selected:" in out
+    # the peers' table, read from the benchmark's recorded results
+    assert "diabetes (all features:" in out and "powershap" in out
