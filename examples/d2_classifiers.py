@@ -55,12 +55,12 @@ model = HistGradientBoostingClassifier(max_iter=n_iter, learning_rate=0.1, max_d
                                        random_state=0).fit(X_train, y_train)
 result = r2_decomposition(model, X_test, y_test)
 print(f"{type(model).__name__} on {result.n_rows} held-out rows: "
-      f"{result.score_label} = {result.r2:.4f}")
+      f"{result.score_label} = {result.score:.4f}")
 print(f"scikit-learn's d2_log_loss_score: "
       f"{d2_log_loss_score(y_test, model.predict_proba(X_test)):.4f}\n")
 print(result.to_frame().head(8).round(4))
-print(f"\nsum of shares {result.importances.sum():.4f} + unattributed "
-      f"{result.r2_unattributed:.4f} = D^2 {result.r2:.4f}")
+print(f"\nsum of shares {result.shares.sum():.4f} + unattributed "
+      f"{result.unattributed:.4f} = D^2 {result.score:.4f}")
 
 # %%
 # 2. Permutation importance of the same score
@@ -72,12 +72,12 @@ permuted = permutation_importance(model, X_test, y_test, scoring=scorer,
                                   n_repeats=n_repeats, random_state=0)
 frame = result.to_frame(sort=False)
 frame["permutation"] = permuted.importances_mean
-frame = frame.sort_values("r2", ascending=False)
+frame = frame.sort_values("share", ascending=False)
 print("\nShapley share of D^2 vs permutation drop of D^2 (top 8):")
-print(frame[["r2", "std_error", "permutation"]].head(8).round(4))
-ranks = frame[["r2", "permutation"]].rank().corr().iloc[0, 1]
+print(frame[["share", "std_error", "permutation"]].head(8).round(4))
+ranks = frame[["share", "permutation"]].rank().corr().iloc[0, 1]
 print(f"rank correlation over all {len(frame)} features: {ranks:.2f}; "
-      f"sum of permutation drops {frame['permutation'].sum():.4f} vs D^2 {result.r2:.4f}")
+      f"sum of permutation drops {frame['permutation'].sum():.4f} vs D^2 {result.score:.4f}")
 
 # %%
 # 3. Selection in a Pipeline with cross-fitted shares

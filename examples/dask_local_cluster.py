@@ -132,8 +132,8 @@ print(result)
 X_memory, y_memory = da.compute(X, y)
 in_memory = r2_decomposition(model, X_memory, y_memory, max_samples=10_000, random_state=0)
 print(f"max |difference| of the R^2 shares: "
-      f"{np.abs(result.importances - in_memory.importances).max():.2e}; "
-      f"of the model's R^2: {abs(result.r2 - in_memory.r2):.2e}")
+      f"{np.abs(result.shares - in_memory.shares).max():.2e}; "
+      f"of the model's R^2: {abs(result.score - in_memory.score):.2e}")
 
 client.close()
 cluster.close()

@@ -63,9 +63,9 @@ print(f"\nselected (R2_j >= mean = {selector.threshold_:.4f}), by rank: "
 # receives is no longer exactly 0.
 
 held_out = selector.decompose(X_test, y_test)
-print(f"Held-out ({held_out.n_rows} rows): model R^2 {held_out.r2:.4f}, "
-      f"sum of R2_j {held_out.importances.sum():.4f}, "
-      f"unattributed {held_out.r2_unattributed:+.1e}")
+print(f"Held-out ({held_out.n_rows} rows): model R^2 {held_out.score:.4f}, "
+      f"sum of R2_j {held_out.shares.sum():.4f}, "
+      f"unattributed {held_out.unattributed:+.1e}")
 print(held_out.to_frame().head(4).round(4))
 
 # %%
@@ -103,9 +103,9 @@ print("Cross-fitted R2_j (cv=5), mean over folds +/- standard error:")
 order = np.argsort(-cross_fitted.feature_importances_, kind="mergesort")
 for j in order:
     print(f"  {X.columns[j]:<4} {cross_fitted.feature_importances_[j]:>7.4f} "
-          f"+/- {cross_fitted.importances_std_[j]:.4f}")
+          f"+/- {cross_fitted.std_errors_[j]:.4f}")
 support = cross_fitted.get_support()
-print(f"held-out model R^2 (mean over folds) {cross_fitted.r2_:.4f}; selected, by rank: "
+print(f"held-out model R^2 (mean over folds) {cross_fitted.score_:.4f}; selected, by rank: "
       f"{[X.columns[j] for j in order if support[j]]}")
 
 # %%

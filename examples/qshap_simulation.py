@@ -282,9 +282,9 @@ def run(n, p, reps, quick, n_jobs, out=print):
             for rep in range(reps):
                 X, y = simulate(name, sigma, n, p, seed=[m, s, rep])
                 result = fit_and_decompose(X, y, max_depth, learning_rate, n_trees, n_jobs)
-                r2j = result.importances
+                r2j = result.shares
                 estimates.append([r2j[0], r2j[1], r2j[2], r2j[3:].sum(), r2j.sum(),
-                                  result.r2, result.r2_unattributed])
+                                  result.score, result.unattributed])
             estimates = np.asarray(estimates)
             mean = estimates.mean(axis=0)
             sd = estimates.std(axis=0, ddof=1) if reps > 1 else np.full(mean.shape, np.nan)

@@ -21,9 +21,10 @@ from ._cost import check_n_permutations, chunk_rows_for
 from ._kernels import _predict, _qshap_sampled
 from ._model import UnsupportedModelError, to_ensemble
 from ._r2_terms import R2Terms
+from ._report import ScoreValue, deprecated_alias
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
 from ._scores import undefined_score_error
-from ._selector import BaseTreeSelector, _unfrozen
+from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 from ._validation import column_names, iter_row_blocks, n_rows_features, resolve_n_jobs
 
 __all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
@@ -158,13 +159,13 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
     * scikit-learn tree and forest classifiers (class probabilities averaged
       over trees): the Brier score, exactly, one squared game per class
-      (``score="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
+      (``score_name="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
     * boosted models with a link (binary and multiclass log-loss, Poisson,
       Gamma, Tweedie): tree by tree in the model's order, the second-order
       game S -> g_ik m_k,S(x_i) + h_ik m_k,S(x_i)^2 / 2 with g, h the
       derivatives of the loss at the margins before tree k:
       R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
-      remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
+      remainder goes to ``unattributed`` (``score_name="d2_log_loss"`` or
       ``"d2_tweedie"``).
 
     The exact algorithm costs, per row and tree, about the square of the
@@ -227,8 +228,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     Returns
     -------
     R2Decomposition
-        ``score`` names the score that ``r2`` holds and ``importances``
-        split; ``importances.sum() + r2_unattributed == r2``.
+        ``score`` is the model's R^2 or D^2 (``score_name`` says which) and
+        ``shares`` split it: ``shares.sum() + unattributed == score``.
 
     Raises
     ------
@@ -266,14 +267,14 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> result = r2_decomposition(model, X, y)
     >>> result.algorithm
     'exact'
-    >>> bool(np.isclose(result.importances.sum(), r2_score(y, model.predict(X))))
+    >>> bool(np.isclose(result.shares.sum(), r2_score(y, model.predict(X))))
     True
-    >>> abs(result.r2_unattributed) < 1e-10
+    >>> abs(result.unattributed) < 1e-10
     True
     >>> sampled = r2_decomposition(model, X, y, algorithm="sampled", random_state=0)
     >>> sampled.algorithm
     'sampled'
-    >>> bool(np.all(np.abs(sampled.importances - result.importances)
+    >>> bool(np.all(np.abs(sampled.shares - result.shares)
     ...             <= 4 * sampled.mc_std_errors + 1e-12))
     True
 
@@ -285,11 +286,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
     >>> result = r2_decomposition(model, X, y)
-    >>> result.score
+    >>> result.score_name
     'd2_log_loss'
-    >>> bool(np.isclose(result.r2, d2_log_loss_score(y, model.predict_proba(X))))
+    >>> bool(np.isclose(result.score, d2_log_loss_score(y, model.predict_proba(X))))
     True
-    >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
+    >>> bool(np.isclose(result.shares.sum() + result.unattributed, result.score))
     True
     """
     ensemble = to_ensemble(model)
@@ -486,12 +487,12 @@ class _BlockWork:
         if names is None:
             names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
         return R2Decomposition(
-            importances=sums, std_errors=std_errors, r2=r2,
-            r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+            shares=sums, std_errors=std_errors, score=r2,
+            unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
             mode="symmetric" if self.symmetric else "sequential", n_rows=n_rows, local=local,
             model_name=self.ensemble.model_type or None, algorithm=self.algorithm,
             mc_std_errors=mc_std_errors, n_rows_sampled=None if n_used == n_rows else n_used,
-            score=self.loss.score, power=self.loss.power,
+            score_name=self.loss.score, power=self.loss.power,
         )
 
 
@@ -537,8 +538,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         A tree model of scikit-learn, XGBoost, LightGBM or CatBoost fitted
         with the squared error, the log-loss, Poisson, Gamma or Tweedie, a
         scikit-learn tree or forest classifier (Q-SHAP), or any regressor
-        (shapFlex). None uses
-        ``HistGradientBoostingRegressor(random_state=0)``. A
+        (shapFlex). None uses ``HistGradientBoostingClassifier(random_state=0)``
+        for a classification target (``type_of_target`` "binary" or
+        "multiclass", labels that are not floats: D^2 of the log-loss) and
+        ``HistGradientBoostingRegressor(random_state=0)`` otherwise. A
         :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
     method : {"auto", "qshap", "shapflex"}, default="auto"
         "qshap": exact Shapley values of R^2 or D^2 (tree models with
@@ -559,16 +562,16 @@ class ShapleyR2Importance(BaseTreeSelector):
         Use ``estimator`` as already fitted: ``fit`` only decomposes R^2 on
         the (X, y) it is given, e.g. held-out data.
     threshold : str or float, default=None
-        Features with ``R2_j >= threshold`` are selected: a number, "mean",
+        Features with ``share >= threshold`` are selected: a number, "mean",
         "median" or e.g. "1.5*mean"; None means "mean".
     max_features : int or callable, default=None
-        At most this many features (the largest R2_j), also subject to the
+        At most this many features (the largest shares), also subject to the
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
-        Cross-fitted importances: a clone is fitted on each training fold
-        and R^2 decomposed on its held-out fold (stratified folds for
+        Cross-fitted shares: a clone is fitted on each training fold and its
+        score decomposed on its held-out fold (stratified folds for
         classifiers, as ``check_cv`` gives them); the fold values are
-        averaged (``cv_importances_`` keeps them) and the estimator is then
+        averaged (``cv_shares_`` keeps them) and the estimator is then
         refitted on all the data for ``transform``.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
@@ -585,7 +588,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         Sampled algorithm: antithetic pairs of feature orders per row and tree.
     max_samples : int or float, default=None
         Q-SHAP only: decompose a random subset of the rows (a number of
-        rows, or a fraction); the importances estimate those of all rows.
+        rows, or a fraction); the shares estimate those of all rows.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm.
 
@@ -599,18 +602,20 @@ class ShapleyR2Importance(BaseTreeSelector):
         The algorithm that ran ("sampled" if any fold was sampled; "exact"
         for shapFlex, which does not sample).
     feature_importances_ : ndarray of shape (`n_features_in_`,)
-        R2_j on the data given to ``fit`` (cross-fitted with ``cv``).
-    importances_std_ : ndarray of shape (`n_features_in_`,)
-        Standard errors of R2_j (rows treated as i.i.d.); with ``cv``, the
-        standard deviation of the fold values over sqrt(n_folds). NaN for
-        shapFlex without ``cv`` (its shares are not sums over rows).
-    r2_ : float
-        The model's R^2 or D^2 on the data (mean over folds with ``cv``);
-        Gelman's R^2 for shapFlex.
-    score_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
-        Which score ``r2_`` is and ``feature_importances_`` split.
-    r2_unattributed_ : float
-        ``r2_ - feature_importances_.sum()``.
+        The features' shares of the score on the data given to ``fit``
+        (cross-fitted with ``cv``); scikit-learn's name, read by
+        ``SelectFromModel`` and the threshold.
+    std_errors_ : ndarray of shape (`n_features_in_`,)
+        Standard errors of the shares (rows treated as i.i.d.); with ``cv``,
+        the standard deviation of the fold values over sqrt(n_folds). NaN
+        for shapFlex without ``cv`` (its shares are not sums over rows).
+    score_ : float
+        The model's score on the data, R^2 or the D^2 ``score_name_`` names
+        (mean over folds with ``cv``); Gelman's R^2 for shapFlex.
+    score_name_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``score_`` is and ``feature_importances_`` split.
+    unattributed_ : float
+        ``score_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
         shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), the
         residual variance added by removing each feature's SHAP term,
@@ -621,8 +626,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         for Q-SHAP.
     decomposition_ : R2Decomposition
         The full result (without ``cv``).
-    cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
-        Per-fold R2_j (only with ``cv``).
+    cv_shares_ : ndarray of shape (n_folds, `n_features_in_`)
+        Per-fold shares (only with ``cv``).
     threshold_ : float
         The threshold applied.
     n_features_in_ : int
@@ -646,8 +651,8 @@ class ShapleyR2Importance(BaseTreeSelector):
     ...     threshold=-np.inf).fit(X, y)
     >>> selector.method_, selector.get_feature_names_out().tolist()
     ('qshap', ['bmi', 'bp', 's5'])
-    >>> bool(np.isclose(selector.feature_importances_.sum() + selector.r2_unattributed_,
-    ...                 selector.r2_))
+    >>> bool(np.isclose(selector.feature_importances_.sum() + selector.unattributed_,
+    ...                 selector.score_))
     True
     >>> linear = ShapleyR2Importance(LinearRegression(), max_features=3).fit(X, y)
     >>> linear.method_, linear.get_feature_names_out().tolist()
@@ -673,9 +678,11 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.max_samples = max_samples
         self.random_state = random_state
 
-    def _default_estimator(self):
-        from sklearn.ensemble import HistGradientBoostingRegressor
+    def _default_estimator(self, y=None):
+        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
+        if is_classification_target(y):
+            return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
 
     def fit(self, X, y, sample_weight=None, **fit_params):
@@ -737,16 +744,17 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             result = self._decompose(self.estimator_, X, y, sample_weight)
             self.decomposition_ = result
-            self.feature_importances_ = result.importances
-            self.importances_std_ = result.std_errors
-            self.r2_ = result.r2
-            self.score_ = result.score
+            self.feature_importances_ = result.shares
+            self.std_errors_ = result.std_errors
+            self.score_ = float(result.score)
+            self.score_name_ = result.score_name
             self.method_ = result.method
             self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params)
-        self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        self.score_ = ScoreValue(self.score_, self.score_name_, "score_", "score_name_")
+        self.unattributed_ = self.score_ - float(np.sum(self.feature_importances_))
         self._set_threshold(X)
         return self
 
@@ -775,7 +783,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "with prefit=True.")
         from sklearn.base import is_classifier
 
-        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         # stratified folds for classifiers, as cross_val_score uses
         cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
@@ -787,20 +795,20 @@ class ShapleyR2Importance(BaseTreeSelector):
                                         weight_train, **fit_params)
             result = self._decompose(model, _safe_indexing(X, test), _safe_indexing(y, test),
                                      weight_test)
-            importances.append(result.importances)
-            r2.append(result.r2)
+            importances.append(result.shares)
+            r2.append(float(result.score))
             sigma_unique.append(result.sigma_unique)
             methods.add(result.method)
-            scores.add(result.score)
+            scores.add(result.score_name)
             algorithms.add(result.algorithm)
-        self.cv_importances_ = np.asarray(importances)
-        self.feature_importances_ = self.cv_importances_.mean(axis=0)
+        self.cv_shares_ = np.asarray(importances)
+        self.feature_importances_ = self.cv_shares_.mean(axis=0)
         n_folds = len(importances)
-        self.importances_std_ = (self.cv_importances_.std(axis=0, ddof=1) / np.sqrt(n_folds)
-                                 if n_folds > 1 else np.zeros_like(self.feature_importances_))
-        self.r2_ = float(np.mean(r2))
+        self.std_errors_ = (self.cv_shares_.std(axis=0, ddof=1) / np.sqrt(n_folds)
+                            if n_folds > 1 else np.zeros_like(self.feature_importances_))
+        self.score_ = float(np.mean(r2))
         (self.method_,) = methods
-        (self.score_,) = scores
+        (self.score_name_,) = scores
         self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
@@ -847,7 +855,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                 max_samples=None if return_local else self.max_samples,
                 random_state=self.random_state)
         elif return_local:
-            raise ValueError("local_r2 needs method='qshap': shapFlex shares are not sums of "
+            raise ValueError("local_shares needs method='qshap': shapFlex shares are not sums of "
                              "per-row terms.")
         elif _dask.is_dask_collection(X):
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
@@ -874,15 +882,26 @@ class ShapleyR2Importance(BaseTreeSelector):
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight)
 
-    def local_r2(self, X, y, sample_weight=None):
-        """Per-row contributions L_ij of shape (n_samples, n_features) (Q-SHAP only).
+    def local_shares(self, X, y, sample_weight=None):
+        """Per-row terms L_ij of shape (n_samples, n_features) (Q-SHAP only).
 
-        Their column sums are the R2_j of the fitted model on (X, y) (every
+        Their column sums are the shares of the fitted model on (X, y) (every
         row, whatever ``max_samples``; Monte Carlo estimates when the
         sampled algorithm runs).
         """
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight, return_local=True).local
+
+    def local_r2(self, X, y, sample_weight=None):
+        """Deprecated alias of :meth:`local_shares` (removed in 0.3)."""
+        warnings.warn("'local_r2' was renamed 'local_shares' in 0.2 and will be removed in "
+                      "0.3; use 'local_shares'.", FutureWarning, stacklevel=2)
+        return self.local_shares(X, y, sample_weight)
+
+    importances_std_ = deprecated_alias("importances_std_", "std_errors_")
+    r2_ = deprecated_alias("r2_", "score_")
+    r2_unattributed_ = deprecated_alias("r2_unattributed_", "unattributed_")
+    cv_importances_ = deprecated_alias("cv_importances_", "cv_shares_")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -45,7 +45,7 @@ from sklearn.utils.validation import (
 from ._cost import Progress
 from ._kernels import _predict, _semivalues
 from ._model import UnsupportedModelError
-from ._selector import BaseTreeSelector, _unfrozen
+from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
 from .explain import _explained, banzhaf_values, beta_shapley_values
 
@@ -472,9 +472,11 @@ class TreeGradRanker(BaseTreeSelector):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _default_estimator(self):
-        from sklearn.tree import DecisionTreeRegressor
+    def _default_estimator(self, y=None):
+        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+        if is_classification_target(y):
+            return DecisionTreeClassifier(max_depth=6, random_state=0)
         return DecisionTreeRegressor(max_depth=6, random_state=0)
 
     def _check_params(self):

@@ -113,9 +113,9 @@ def test_plot_names_the_model_and_the_error_bars():
     from matplotlib.container import BarContainer
 
     (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
-    order = np.argsort(-result.importances, kind="mergesort")[::-1]
+    order = np.argsort(-result.shares, kind="mergesort")[::-1]
     widths = [patch.get_width() for patch in bars.patches]
-    np.testing.assert_allclose(widths, result.importances[order])
+    np.testing.assert_allclose(widths, result.shares[order])
     (segments,) = [lines.get_segments() for lines in bars.errorbar.lines[2]]
     half_widths = [(segment[1][0] - segment[0][0]) / 2 for segment in segments]
     np.testing.assert_allclose(half_widths, result.std_errors[order])
