@@ -2,6 +2,9 @@
 Shapley decomposition of R² on the diabetes data, and feature selection
 =======================================================================
 
+This example splits a gradient boosting model's R² on the diabetes data into
+per-feature shares and selects features with them.
+
 A gradient boosting model of the diabetes data (442 patients, 10 features)
 is fitted by :class:`sklearn_r2shap.ShapleyR2Importance`, which splits the
 model's R² exactly into one part per feature (Q-SHAP). The example

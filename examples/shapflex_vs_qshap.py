@@ -2,6 +2,9 @@
 shapFlex against exact Shapley decompositions of R²: Q-SHAP and LMG
 ===================================================================
 
+This example compares the shapFlex shares with two exact Shapley
+decompositions of R², Q-SHAP and LMG.
+
 shapFlex (``ShapleyR2Importance(method="shapflex")``) turns any model's SHAP
 values into R² shares; it is not a Shapley decomposition of R². This
 example puts it beside two decompositions that are:
