@@ -307,7 +307,7 @@ def run(n, p, reps, quick, n_jobs, out=print):
 
 def plot(rows, reps):
     """Theoretical against estimated R2_j of X1, X2, X3, one panel per model."""
-    fig, axes = plt.subplots(1, len(MODELS), figsize=(11, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(MODELS), figsize=(11, 4.2), sharey=True)
     for ax, name in zip(axes, MODELS):
         for k, feature in enumerate(("X1", "X2", "X3")):
             picked = [r for r in rows if r[0] == name and r[2] == feature]
@@ -320,10 +320,13 @@ def plot(rows, reps):
         ax.set_xticks(SIGMAS)
         ax.set_xlabel("noise sigma")
         ax.set_title(f"model {name} (XGBoost, max_depth {MODELS[name][2]})", fontsize="medium")
-    axes[0].set_ylabel("feature R$^2$")
-    axes[0].legend(title="dash: theory, dot: mean\nbar: sd over data sets", fontsize="small",
-                   title_fontsize="x-small")
-    fig.tight_layout()
+    axes[0].set_ylabel("share of R$^2$")
+    # one legend below the panels, where it covers no point
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize="small",
+               title="dash: theoretical share, dot: mean estimate, bar: sd over data sets",
+               title_fontsize="small")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 

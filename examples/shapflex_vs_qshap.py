@@ -81,7 +81,7 @@ def bars(ax, names, left, right, left_name, right_name, title):
     ax.set_yticks(positions)
     ax.set_yticklabels([names[j] for j in order])
     ax.axvline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel("feature R$^2$")
+    ax.set_xlabel("share of R$^2$")
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small")
 
