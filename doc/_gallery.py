@@ -7,6 +7,8 @@ default run is longer get a smaller setting here (their pages say which).
 ARGV = {
     # the full run tunes 9 grids and takes ~100 s: 5 data sets per setting, no tuning
     "qshap_simulation.py": ["--quick", "--reps", "5"],
+    # 75 cross-validated pipeline fits and 10 permutation repeats: fewer trees and repeats
+    "d2_classifiers.py": ["--quick"],
 }
 
 

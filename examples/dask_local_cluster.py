@@ -2,6 +2,9 @@
 Explaining rows on a dask cluster
 =================================
 
+This example computes SHAP values and R^2 shares of rows that live on a dask
+cluster.
+
 The local explanations of sklearn-r2shap accept a dask array or dask
 DataFrame and return a lazy dask array, computed block by block on the
 workers of a ``distributed`` cluster. Here a ``LocalCluster`` stands in for
@@ -116,8 +119,7 @@ print(f"max |difference| between cluster and in-memory values: "
 # small dict and finalizes the shares of R^2, their standard errors and the
 # model's R^2. Nothing of size ``n_rows`` comes back.
 #
-# The exact shares of all 80 000 rows take some 20 seconds of one core for
-# this model; to keep the example short, ``max_samples`` decomposes a random
+# To keep the example short, ``max_samples`` decomposes a random
 # subset of 10 000 rows (drawn by global row index, so the same rows as in
 # memory), which estimates the shares of all rows; the standard errors
 # include the subsampling and the model's R^2 is over every row.
@@ -132,8 +134,8 @@ print(result)
 X_memory, y_memory = da.compute(X, y)
 in_memory = r2_decomposition(model, X_memory, y_memory, max_samples=10_000, random_state=0)
 print(f"max |difference| of the R^2 shares: "
-      f"{np.abs(result.importances - in_memory.importances).max():.2e}; "
-      f"of the model's R^2: {abs(result.r2 - in_memory.r2):.2e}")
+      f"{np.abs(result.shares - in_memory.shares).max():.2e}; "
+      f"of the model's R^2: {abs(result.score - in_memory.score):.2e}")
 
 client.close()
 cluster.close()

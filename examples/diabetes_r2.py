@@ -2,6 +2,9 @@
 Shapley decomposition of R² on the diabetes data, and feature selection
 =======================================================================
 
+This example splits a gradient boosting model's R² on the diabetes data into
+per-feature shares and selects features with them.
+
 A gradient boosting model of the diabetes data (442 patients, 10 features)
 is fitted by :class:`sklearn_r2shap.ShapleyR2Importance`, which splits the
 model's R² exactly into one part per feature (Q-SHAP). The example
@@ -51,9 +54,9 @@ result = selector.decomposition_
 print(f"{type(booster).__name__}: R^2 on the {result.n_rows} training rows, "
       f"decomposed by feature ({result.mode} mode)\n")
 print(result)
-print("\nAs a DataFrame (share = R2_j / model R^2):\n")
+print("\nAs a DataFrame (fraction = share / score):\n")
 print(result.to_frame().round(4))
-print(f"\nselected (R2_j >= mean = {selector.threshold_:.4f}), by rank: "
+print(f"\nselected (share >= mean = {selector.threshold_:.4f}), by rank: "
       f"{result.to_frame().index[:selector.get_support().sum()].tolist()}")
 
 # %%
@@ -63,15 +66,15 @@ print(f"\nselected (R2_j >= mean = {selector.threshold_:.4f}), by rank: "
 # receives is no longer exactly 0.
 
 held_out = selector.decompose(X_test, y_test)
-print(f"Held-out ({held_out.n_rows} rows): model R^2 {held_out.r2:.4f}, "
-      f"sum of R2_j {held_out.importances.sum():.4f}, "
-      f"unattributed {held_out.r2_unattributed:+.1e}")
+print(f"Held-out ({held_out.n_rows} rows): model R^2 {held_out.score:.4f}, "
+      f"sum of shares {held_out.shares.sum():.4f}, "
+      f"unattributed {held_out.unattributed:+.1e}")
 print(held_out.to_frame().head(4).round(4))
 
 # %%
 # Selection inside a pipeline
 # ---------------------------
-# The selector keeps the features with the largest R2_j (``max_features``;
+# The selector keeps the features with the largest shares (``max_features``;
 # ``threshold=-inf`` selects on the count only) and a ridge regression is
 # fitted on them. 5-fold cross-validated R² of the whole pipeline (the
 # importances are recomputed on every training fold) against the number of
@@ -99,19 +102,19 @@ for k in (1, 2, 3, 4, 6, 10):
 # worse.
 
 cross_fitted = ShapleyR2Importance(booster, cv=5).fit(X, y)
-print("Cross-fitted R2_j (cv=5), mean over folds +/- standard error:")
+print("Cross-fitted shares (cv=5), mean over folds +/- standard error:")
 order = np.argsort(-cross_fitted.feature_importances_, kind="mergesort")
 for j in order:
     print(f"  {X.columns[j]:<4} {cross_fitted.feature_importances_[j]:>7.4f} "
-          f"+/- {cross_fitted.importances_std_[j]:.4f}")
+          f"+/- {cross_fitted.std_errors_[j]:.4f}")
 support = cross_fitted.get_support()
-print(f"held-out model R^2 (mean over folds) {cross_fitted.r2_:.4f}; selected, by rank: "
+print(f"held-out model R^2 (mean over folds) {cross_fitted.score_:.4f}; selected, by rank: "
       f"{[X.columns[j] for j in order if support[j]]}")
 
 # %%
 # The bar chart
 # -------------
-# ``result.plot()`` draws R2_j, largest on top, with ±1 standard error (over
+# ``result.plot()`` draws the shares, largest on top, with ±1 standard error (over
 # the rows) as error bars; the title names the model and its R².
 
 ax = result.plot()

@@ -2,6 +2,9 @@
 Exact SHAP values of a LightGBM model with linear leaves
 ========================================================
 
+This example computes exact SHAP values of a LightGBM model with linear
+leaves and checks that they add up to its predictions.
+
 Friedman's regression problem #1 (``sklearn.datasets.make_friedman1``: ten
 uniform features, of which x0..x4 matter: ``10 sin(pi x0 x1) + 20 (x2 - 0.5)^2
 + 10 x3 + 5 x4`` plus noise) is fitted twice with LightGBM: with ordinary

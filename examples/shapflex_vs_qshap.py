@@ -2,6 +2,9 @@
 shapFlex against exact Shapley decompositions of R²: Q-SHAP and LMG
 ===================================================================
 
+This example compares the shapFlex shares with two exact Shapley
+decompositions of R², Q-SHAP and LMG.
+
 shapFlex (``ShapleyR2Importance(method="shapflex")``) turns any model's SHAP
 values into R² shares; it is not a Shapley decomposition of R². This
 example puts it beside two decompositions that are:
@@ -78,7 +81,7 @@ def bars(ax, names, left, right, left_name, right_name, title):
     ax.set_yticks(positions)
     ax.set_yticklabels([names[j] for j in order])
     ax.axvline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel("feature R$^2$")
+    ax.set_xlabel("share of R$^2$")
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small")
 
@@ -98,10 +101,10 @@ flex = ShapleyR2Importance(booster, prefit=True, method="shapflex").fit(X, y)
 print("1. Gradient boosting, training rows: Q-SHAP against shapFlex\n")
 print(side_by_side(names, qshap.feature_importances_, flex.feature_importances_,
                    "Q-SHAP", "shapFlex"))
-print(f"\nQ-SHAP adds up (with {qshap.r2_unattributed_:+.1e} unattributed) to the model's "
-      f"R^2 = 1 - SSE/SST = {qshap.r2_:.4f};")
+print(f"\nQ-SHAP adds up (with {qshap.unattributed_:+.1e} unattributed) to the model's "
+      f"R^2 = 1 - SSE/SST = {qshap.score_:.4f};")
 print(f"shapFlex adds up to Gelman's R^2 = var(yhat) / (var(yhat) + var(e)) = "
-      f"{flex.r2_:.4f}, sigma_unique = {flex.sigma_unique_:.3f}.")
+      f"{flex.score_:.4f}, sigma_unique = {flex.sigma_unique_:.3f}.")
 print("The two totals differ because boosting shrinks its predictions: the residuals are "
       "correlated\nwith the predictions, so var(y) != var(yhat) + var(e).")
 
@@ -137,7 +140,7 @@ print("removing one of their SHAP terms while keeping the other wrecks the fit, 
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
 bars(axes[0], names, qshap.feature_importances_, flex.feature_importances_, "Q-SHAP",
-     "shapFlex", f"GradientBoostingRegressor: R$^2$ {qshap.r2_:.3f}, Gelman {flex.r2_:.3f}")
+     "shapFlex", f"GradientBoostingRegressor: R$^2$ {qshap.score_:.3f}, Gelman {flex.score_:.3f}")
 bars(axes[1], names, lmg_values, flex_linear.feature_importances_, "LMG", "shapFlex",
      f"LinearRegression: R$^2$ {linear.score(X, y):.3f} "
      f"($\\sigma_{{unique}}$ = {flex_linear.sigma_unique_:.2f})")

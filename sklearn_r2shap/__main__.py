@@ -1,6 +1,6 @@
 """``python -m sklearn_r2shap``: decompose the R^2 of a gradient boosting model
 of the diabetes data shipped with scikit-learn into exact per-feature shares
-(Q-SHAP), in sample and cross-fitted on held-out folds.
+with standard errors, in sample and cross-fitted on held-out folds.
 
 Needs only the package's own dependencies (NumPy, SciPy, scikit-learn): the
 data are read as arrays, not as a pandas DataFrame.
@@ -13,16 +13,11 @@ import time
 
 import numpy as np
 
+from ._report import shares_table
 
-def _table(names, values, errors, r2, width=12):
-    lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
-    for j in np.argsort(-values, kind="mergesort"):
-        lines.append(f"{names[j]:<{width}} {values[j]:>9.4f} {errors[j]:>9.4f} "
-                     f"{values[j] / r2:>7.1%}")
-    lines.append(f"{'sum':<{width}} {values.sum():>9.4f}")
-    lines.append(f"{'unattributed':<{width}} {r2 - values.sum():>9.4f}")
-    lines.append(f"{'model R2':<{width}} {r2:>9.4f}")
-    return "\n".join(lines)
+
+def _table(names, shares, errors, score):
+    return "\n".join(shares_table(names, shares, errors, score, score - float(np.sum(shares))))
 
 
 def main(argv=None):
@@ -43,11 +38,12 @@ def main(argv=None):
     X, y, names = data.data, data.target, list(data.feature_names)
     model = GradientBoostingRegressor(n_estimators=args.n_estimators, max_depth=args.max_depth,
                                       learning_rate=0.05, random_state=0)
-    print(f"GradientBoostingRegressor({args.n_estimators} trees, depth {args.max_depth}) on the "
-          f"diabetes data: {X.shape[0]} rows, {X.shape[1]} features.")
-    print("R2_j is feature j's exact Shapley share of the model's R^2 (Q-SHAP); the shares "
-          "and the\nunattributed part add up to the model's R^2 = 1 - SS(y - f(X)) / "
-          "SS(y - mean(y)).\n")
+    print(f"GradientBoostingRegressor(n_estimators={args.n_estimators}, "
+          f"max_depth={args.max_depth}, learning_rate=0.05, random_state=0)\non the diabetes "
+          f"data: {X.shape[0]} rows, {X.shape[1]} features.")
+    print("A feature's share is its exact Shapley share of the model's score, here "
+          "R2 = 1 - SS(y - f(X)) / SS(y - mean(y));\nthe shares and the unattributed part "
+          "add up to the score.\n")
 
     start = time.perf_counter()
     selector = ShapleyR2Importance(model, n_jobs=args.n_jobs).fit(X, y)
@@ -55,21 +51,21 @@ def main(argv=None):
     result = selector.decomposition_
     print(f"1. In sample: fitted on all {X.shape[0]} rows and decomposed on the same rows "
           f"({seconds:.2f} s)")
-    print(_table(names, result.importances, result.std_errors, result.r2))
-    print("std.err: standard error of R2_j over the rows (rows treated as independent).\n"
-          "share: R2_j / model R2.")
+    print(_table(names, result.shares, result.std_errors, float(result.score)))
+    print("std.err: standard error of the share over the rows (rows treated as independent).\n"
+          "% of R2: share / score.")
 
     cv = KFold(args.folds, shuffle=True, random_state=0)
     crossed = ShapleyR2Importance(model, cv=cv, n_jobs=args.n_jobs).fit(X, y)
     print(f"\n2. Cross-fitted ({args.folds} folds): each fold's model is fitted on the other "
           f"folds and\n   decomposed on the held-out fold; values are the mean over the "
           f"{args.folds} folds")
-    print(_table(names, crossed.feature_importances_, crossed.importances_std_, crossed.r2_))
+    print(_table(names, crossed.feature_importances_, crossed.std_errors_, float(crossed.score_)))
     print(f"std.err: standard deviation of the {args.folds} fold values / sqrt({args.folds}).\n"
-          "share: R2_j / model R2 (the mean held-out R^2).\n"
+          "% of R2: share / score (the mean held-out R2).\n"
           "In sample the model has seen the rows it is scored on and is partly fitted to "
           "their noise;\ncross-fitted R^2 is measured on held-out rows only: lower, an "
-          "estimate for new data.\nA negative R2_j means the feature makes the held-out fit "
+          "estimate for new data.\nA negative share means the feature makes the held-out fit "
           "worse (its splits fit noise).\nThe unattributed part is not exactly 0 on held-out "
           "rows: the trees' means there differ from\nthe mean of y (constant terms no "
           "feature receives).")
@@ -77,7 +73,7 @@ def main(argv=None):
     order = np.argsort(-crossed.feature_importances_, kind="mergesort")
     support = crossed.get_support()
     selected = [names[j] for j in order if support[j]]
-    print(f"\nselected, by rank (cross-fitted R2_j >= their mean, {crossed.threshold_:.4f}): "
+    print(f"\nselected, by rank (cross-fitted share >= their mean, {crossed.threshold_:.4f}): "
           f"{', '.join(selected)}")
     return 0
 

@@ -237,7 +237,7 @@ def restrict_decomposition(result, player_names):
             return None
         return values[:, :k] if axis == 1 else values[:k]
 
-    return replace(result, importances=cut(result.importances),
+    return replace(result, shares=cut(result.shares),
                    std_errors=cut(result.std_errors), local=cut(result.local, axis=1),
                    mc_std_errors=cut(result.mc_std_errors),
                    feature_names=np.asarray(player_names, dtype=object))

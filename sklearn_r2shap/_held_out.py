@@ -48,7 +48,7 @@ def pooled_terms(results, tests, n_rows, sample_weight=None):
     whose column sums are the fold's shares), ``tests`` the folds' row
     indices into the n_rows rows.
     """
-    n_features = results[0].importances.size
+    n_features = results[0].shares.size
     terms = np.zeros((n_rows, n_features))
     present = np.zeros(n_rows, dtype=bool)
     for result, test in zip(results, tests):
@@ -64,17 +64,17 @@ def pooled_terms(results, tests, n_rows, sample_weight=None):
 def pool_folds(results, tests, n_rows, sample_weight=None):
     """The R2Decomposition of the pooled held-out rows, and the scaled terms L.
 
-    Its ``importances`` are mean_i L_ij (the folds' shares weighted by their
-    numbers of rows), ``std_errors`` sd_i(L_ij) / sqrt(n), ``r2`` the folds'
+    Its ``shares`` are mean_i L_ij (the folds' shares weighted by their
+    numbers of rows), ``std_errors`` sd_i(L_ij) / sqrt(n), ``score`` the folds'
     scores weighted the same way, ``local`` (n_rows, n_features) with
-    L_ij / n (column sums: ``importances``; zero for rows of zero weight).
+    L_ij / n (column sums: ``shares``; zero for rows of zero weight).
     Folds decomposed on a row subset (no ``local``): the size-weighted mean
     of their shares, standard errors combined as independent, and no terms.
     """
     sizes = np.array([np.sum(np.asarray(sample_weight)[np.asarray(t)] > 0)
                       if sample_weight is not None else len(t) for t in tests], dtype=float)
     share = sizes / sizes.sum()
-    r2 = float(np.dot(share, [r.r2 for r in results]))
+    r2 = float(np.dot(share, [float(r.score) for r in results]))
     sampled = any(r.algorithm == "sampled" for r in results)
     mc_std_errors = None
     if sampled:  # independent folds: the Monte Carlo variances of the weighted mean add
@@ -83,7 +83,7 @@ def pool_folds(results, tests, n_rows, sample_weight=None):
     if any(r.local is None for r in results):
         # a row subset per fold (max_samples): no term for every row; the folds'
         # estimates are independent given the fold models
-        importances = np.dot(share, [r.importances for r in results])
+        importances = np.dot(share, [r.shares for r in results])
         std_errors = np.sqrt(np.dot(share ** 2, [r.std_errors ** 2 for r in results]))
         terms, local = None, None
     else:
@@ -95,8 +95,8 @@ def pool_folds(results, tests, n_rows, sample_weight=None):
         local = np.zeros((n_rows, importances.size))
         local[rows] = terms / n_used
     pooled = replace(
-        results[0], importances=importances, std_errors=std_errors, r2=r2,
-        r2_unattributed=r2 - float(importances.sum()), n_rows=n_rows, local=local,
+        results[0], shares=importances, std_errors=std_errors, score=r2,
+        unattributed=r2 - float(importances.sum()), n_rows=n_rows, local=local,
         algorithm="sampled" if sampled else "exact", mc_std_errors=mc_std_errors,
         n_rows_sampled=None)
     return pooled, terms

@@ -17,13 +17,15 @@ Layer: games (the losses the games are built from, and the result type):
 imports the ground floor only (``plotting`` for ``R2Decomposition.plot``).
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
 from ._errors import UnsupportedModelError
+from ._report import MAX_ROWS, ScoreValue, deprecated_alias, score_short, shares_html
+from ._report import shares_table
 from ._validation import check_row_weights
 
 __all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
@@ -39,24 +41,31 @@ _ALTERNATIVES = ("use shap_values (exact SHAP values of the model's raw output) 
                  "TreeGradRanker (feature ranking) instead")
 
 
-@dataclass
+@dataclass(repr=False)
 class R2Decomposition:
-    """Feature-specific R^2 of a model on data (the result of :func:`r2_decomposition`).
+    """Each feature's share of a model's R^2 or D^2 on data (the result of :func:`r2_decomposition`).
+
+    The names follow the glossary of the documentation: a feature's
+    **share** is its Shapley share of the model's **score** (R^2, or D^2
+    for classifiers and models with a link); the shares and the
+    **unattributed** part add up to the score.
 
     Attributes
     ----------
-    importances : ndarray of shape (n_features,)
-        R2_j; ``importances.sum() + r2_unattributed == r2``.
+    shares : ndarray of shape (n_features,)
+        Each feature's share; ``shares.sum() + unattributed == score``.
     std_errors : ndarray of shape (n_features,)
-        Standard errors ``sqrt(n * var_i(L_ij))`` (rows treated as i.i.d.; rows
-        of zero weight are left out, as if dropped). NaN for shapFlex.
-    r2 : float
-        Q-SHAP: the model's R^2 on the data, ``1 - SS(y - f(X)) / SS(y - mean(y))``.
-        shapFlex: Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
-    r2_unattributed : float
-        The part no feature receives (~0 in sample; constant terms otherwise;
-        for shapFlex, all of ``r2`` when no feature's removal raises the
-        residual variance).
+        Standard errors of the shares ``sqrt(n * var_i(L_ij))`` (rows treated
+        as i.i.d.; rows of zero weight are left out, as if dropped). NaN for
+        shapFlex.
+    score : float
+        The model's score on the data. Q-SHAP: R^2 = ``1 - SS(y - f(X)) /
+        SS(y - mean(y))``, or the D^2 that ``score_name`` names. shapFlex:
+        Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
+    unattributed : float
+        ``score - shares.sum()``, the part no feature receives (~0 in
+        sample; constant terms otherwise; for shapFlex, all of ``score``
+        when no feature's removal raises the residual variance).
     feature_names : ndarray of str
     mode : str
         Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
@@ -65,9 +74,11 @@ class R2Decomposition:
         "piecewise-linear tree", "linear" or "callable".
     n_rows : int
     local : ndarray of shape (n_rows, n_features) or None
-        Per-row terms L_ij (their column sums are ``importances``; Q-SHAP only).
+        Per-row terms L_ij (their column sums are ``shares``; Q-SHAP only).
     method : {"qshap", "shapflex"}
-        Exact Shapley values of R^2, or the shapFlex shares.
+        "qshap": exact Shapley values of the score (Q-SHAP, the method of
+        Jiang et al. that this package extends to D^2); "shapflex": the
+        shapFlex shares, computed from SHAP values.
     sigma_unique : float or None
         shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
         the residual variance each feature adds when its SHAP term is
@@ -75,9 +86,8 @@ class R2Decomposition:
         A ratio, not a share: 1 for an OLS fit on uncorrelated features,
         below 1 when correlated features can stand in for each other, above
         1 when correlated terms of opposite sign cancel (removing either
-        one undoes the cancellation; 1.08 for a ridge regression of the
-        diabetes data, whose s1 and s2 do this). NaN when the model predicts
-        y no better than its mean.
+        one undoes the cancellation). NaN when the model predicts y no
+        better than its mean.
     residual_variance_ratios : ndarray of shape (n_features,) or None
         shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
     model_name : str or None
@@ -91,64 +101,79 @@ class R2Decomposition:
         ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
         with ``n_permutations=1``); None for exact values.
     n_rows_sampled : int or None
-        With ``max_samples``: the rows decomposed (``importances`` estimate
-        the R2_j of all ``n_rows``); None when every row was used.
-    score : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
-        Which score ``r2`` is (and ``importances`` split): R^2, or the D^2
-        of the Brier score (probability-averaging classifiers), of the
-        log-loss (boosted classifiers) or of the Tweedie deviance (Poisson,
-        Gamma, Tweedie models).
+        With ``max_samples``: the rows decomposed (``shares`` estimate the
+        shares of all ``n_rows``); None when every row was used.
+    score_name : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``score`` is: R^2, or the D^2 of the Brier score
+        (probability-averaging classifiers), of the log-loss (boosted
+        classifiers) or of the Tweedie deviance (Poisson, Gamma, Tweedie
+        models).
     power : float or None
         The Tweedie power of ``"d2_tweedie"`` (1 Poisson, 2 Gamma).
+
+    Notes
+    -----
+    Renamed in 0.2 (the old names work until 0.3, with a FutureWarning):
+    ``importances`` -> ``shares``, ``r2`` -> ``score``, ``r2_unattributed``
+    -> ``unattributed``; ``score`` held the score's name, now ``score_name``.
+    ``print(result)`` shows every feature and what the columns mean;
+    ``repr(result)`` (and a notebook) the largest 20 shares.
     """
 
-    importances: np.ndarray
+    shares: np.ndarray
     std_errors: np.ndarray
-    r2: float
-    r2_unattributed: float
+    score: float
+    unattributed: float
     feature_names: np.ndarray
     mode: str
     n_rows: int
-    local: Optional[np.ndarray] = field(default=None, repr=False)
+    local: Optional[np.ndarray] = None
     method: str = "qshap"
     sigma_unique: Optional[float] = None
-    residual_variance_ratios: Optional[np.ndarray] = field(default=None, repr=False)
+    residual_variance_ratios: Optional[np.ndarray] = None
     model_name: Optional[str] = None
     algorithm: str = "exact"
-    mc_std_errors: Optional[np.ndarray] = field(default=None, repr=False)
+    mc_std_errors: Optional[np.ndarray] = None
     n_rows_sampled: Optional[int] = None
-    score: str = "r2"
+    score_name: str = "r2"
     power: Optional[float] = None
+
+    def __post_init__(self):
+        self.score = ScoreValue(self.score, self.score_name)
+
+    importances = deprecated_alias("importances", "shares")
+    r2 = deprecated_alias("r2", "score")
+    r2_unattributed = deprecated_alias("r2_unattributed", "unattributed")
 
     @property
     def score_label(self):
-        """The score's name, e.g. ``"R^2"`` or ``"D^2 (log-loss)"``."""
-        if self.score == "d2_tweedie" and self.power is not None:
+        """The score's name for people, e.g. ``"R^2"`` or ``"D^2 (log-loss)"``."""
+        if self.score_name == "d2_tweedie" and self.power is not None:
             return f"D^2 (Tweedie deviance, power {self.power:g})"
-        return SCORE_LABELS.get(self.score, self.score)
+        return SCORE_LABELS.get(self.score_name, self.score_name)
 
     def to_frame(self, sort=True):
-        """A pandas DataFrame with columns ``r2``, ``std_error``, ``share``.
+        """A pandas DataFrame with columns ``share``, ``std_error``, ``fraction``.
 
-        ``share`` is each R2_j over the model's R^2. Rows are features,
-        sorted by decreasing R2_j unless ``sort=False``.
+        ``fraction`` is each share over the model's score. Rows are
+        features, sorted by decreasing share unless ``sort=False``.
         """
         import pandas as pd
 
         frame = pd.DataFrame(
             {
-                "r2": self.importances,
+                "share": self.shares,
                 "std_error": self.std_errors,
-                "share": self.importances / self.r2 if self.r2 != 0 else np.nan,
+                "fraction": self.shares / self.score if self.score != 0 else np.nan,
             },
             index=pd.Index(self.feature_names, name="feature"),
         )
-        return frame.sort_values("r2", ascending=False, kind="mergesort") if sort else frame
+        return frame.sort_values("share", ascending=False, kind="mergesort") if sort else frame
 
     def plot(self, ax=None, max_features=20):
-        """Horizontal bar chart of R2_j, largest on top (matplotlib).
+        """Horizontal bar chart of the shares, largest on top (matplotlib).
 
-        The title names the model and its R^2; Q-SHAP bars carry +/-1
+        The title names the model and its score; Q-SHAP bars carry +/-1
         standard error (over rows) as error bars. shapFlex shares have no
         standard error and are drawn without error bars.
 
@@ -160,69 +185,84 @@ class R2Decomposition:
 
         shapflex = self.method == "shapflex"
         model = f"{self.model_name}\n" if self.model_name else ""
+        label = self.score_label.replace("^2", "$^2$")
         if shapflex:
-            title = (f"{model}Gelman R$^2$ = {self.r2:.3f}, shapFlex shares "
+            title = (f"{model}Gelman R$^2$ = {self.score:.3f}, shapFlex shares "
                      f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
                      "no error bars: shapFlex has no standard error")
         else:
-            label = self.score_label.replace("^2", "$^2$")
-            title = (f"{model}{label} = {self.r2:.3f} on {self.n_rows} rows "
-                     f"(unattributed {self.r2_unattributed:+.3f})\n"
+            title = (f"{model}{label} = {self.score:.3f} on {self.n_rows} rows "
+                     f"(unattributed {self.unattributed:+.3f})\n"
                      "bars: \u00b11 standard error over rows")
         return plot_bars(
-            self.importances, None if shapflex else self.std_errors, self.feature_names,
+            self.shares, None if shapflex else self.std_errors, self.feature_names,
             ax=ax, max_features=max_features,
-            xlabel=("feature R$^2$ (shapFlex)" if shapflex else "feature R$^2$ (R2_j)"
-                    if self.score == "r2" else "feature share of " + label + " (R2_j)"),
+            xlabel=("share of Gelman R$^2$ (shapFlex)" if shapflex else f"share of {label}"),
             title=title,
         )
 
+    def _caption(self):
+        rows = (f"{self.n_rows} rows" if self.n_rows_sampled is None
+                else f"{self.n_rows_sampled} of {self.n_rows} rows")
+        model = f" of {self.model_name}" if self.model_name else ""
+        if self.method == "shapflex":
+            return (f"shapFlex shares of Gelman's R^2{model} on {rows} "
+                    f"({self.mode} SHAP values; sigma_unique {self.sigma_unique:.4f})")
+        kind = "exact" if self.algorithm == "exact" else "sampled (Monte Carlo)"
+        return f"{kind} Shapley shares of the {self.score_label}{model} on {rows}"
+
+    def _table(self, max_rows):
+        return shares_table(self.feature_names, self.shares,
+                            None if self.method == "shapflex" else self.std_errors,
+                            float(self.score), float(self.unattributed), self.score_name,
+                            max_rows=max_rows, score_label=self.score_label)
+
+    def __repr__(self):
+        return "\n".join([f"R2Decomposition: {self._caption()}"] + self._table(MAX_ROWS))
+
+    def _repr_html_(self):
+        return shares_html(
+            f"R2Decomposition: {self._caption()}", self.feature_names, self.shares,
+            None if self.method == "shapflex" else self.std_errors, float(self.score),
+            float(self.unattributed), self.score_name, max_rows=MAX_ROWS,
+            notes=["share: the feature's Shapley share of the score; shares + unattributed "
+                   "= score. std.err: over the rows."])
+
     def __str__(self):
         shapflex = self.method == "shapflex"
-        order = np.argsort(-self.importances, kind="mergesort")
-        width = max(12, max(len(str(n)) for n in self.feature_names))
-        lines = [f"{'feature':<{width}} {'R2_j':>9} {'std.err':>9} {'share':>7}"]
-        for j in order:
-            share = self.importances[j] / self.r2 if self.r2 else np.nan
-            error = "" if shapflex else f"{self.std_errors[j]:.4f}"
-            lines.append(f"{str(self.feature_names[j]):<{width}} {self.importances[j]:>9.4f} "
-                         f"{error:>9} {share:>7.1%}")
-        lines.append(f"{'sum':<{width}} {self.importances.sum():>9.4f}")
-        lines.append(f"{'unattributed':<{width}} {self.r2_unattributed:>9.4f}")
+        lines = self._table(None)
+        short = score_short(self.score_name)
         if shapflex:
-            lines.append(f"{'Gelman R2':<{width}} {self.r2:>9.4f}   (shapFlex shares, "
+            lines[-1] = lines[-1].replace(f"score ({short})", "Gelman R2   ")
+            lines.append(f"{'sigma_unique':<12} {self.sigma_unique:>9.4f}   (shapFlex shares, "
                          f"{self.mode} SHAP values)")
-            lines.append(f"{'sigma_unique':<{width}} {self.sigma_unique:>9.4f}")
             lines += [
                 "",
-                "R2_j: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
-                "  not a Shapley decomposition of R2. share = R2_j / Gelman R2.",
+                "share: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
+                "  not a Shapley decomposition of R2. % of R2: share / Gelman R2.",
                 "std.err: none (shapFlex shares are not sums over rows).",
                 "sigma_unique: residual variance added by removing each feature's SHAP term,",
                 "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
                 "  features, above 1 when correlated terms cancel).",
             ]
         else:
-            name = "model R2" if self.score == "r2" else "model D2"
-            label = "" if self.score == "r2" else f"   {self.score_label}"
-            lines.append(f"{name:<{width}} {self.r2:>9.4f}{label}")
             if self.algorithm == "sampled" or self.n_rows_sampled is not None:
                 rows = ("" if self.n_rows_sampled is None else
                         f", {self.n_rows_sampled} of {self.n_rows} rows")
                 lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
-            what = "R2" if self.score == "r2" else "D2"
             kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
             lines += [
                 "",
-                f"R2_j: the feature's {kind} Shapley share of the model's {what} on these "
+                f"share: the feature's {kind} Shapley share of the model's {short} on these "
                 f"{self.n_rows} rows;",
-                f"  share = R2_j / model {what}. A negative R2_j means the feature makes the fit",
+                f"  % of {short} = share / score. A negative share means the feature makes the "
+                "fit",
                 "  worse on these rows.",
-                f"std.err: standard error of R2_j over the {self.n_rows} rows (rows treated as "
-                "independent).",
-                (f"unattributed: model {what} - sum; ~0 on the training rows, larger on held-out "
-                 "rows." if self.mode == "symmetric" or self.score in ("r2", "d2_brier") else
-                 f"unattributed: model {what} - sum: initial margin, tree means and the third- "
+                f"std.err: standard error of the share over the {self.n_rows} rows (rows treated "
+                "as independent).",
+                (f"unattributed: score - sum; ~0 on the training rows, larger on held-out "
+                 "rows." if self.mode == "symmetric" or self.score_name in ("r2", "d2_brier")
+                 else "unattributed: score - sum: initial margin, tree means and the third- "
                  "and higher-order remainder."),
             ]
         return "\n".join(lines)

@@ -53,6 +53,26 @@ def selected_by_threshold(scores, threshold):
     return scores >= threshold - tolerance
 
 
+def is_classification_target(y):
+    """Whether a default model for ``y`` is a classifier (by ``type_of_target``).
+
+    "binary" and "multiclass" targets are classification targets, except
+    floating-point ones: ``type_of_target`` calls a float target whose values
+    are whole numbers (the diabetes target) "multiclass", and a float target
+    is a regression target here. None (no target) is not.
+    """
+    if y is None:
+        return False
+    from sklearn.utils.multiclass import type_of_target
+
+    kind = type_of_target(y, input_name="y")
+    dtype = getattr(y, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(y).dtype
+    is_float = getattr(dtype, "kind", "O") == "f"
+    return kind in ("binary", "multiclass") and not is_float
+
+
 def _threshold_value(threshold, scores):
     """SelectFromModel's threshold rules: None -> "mean", "median", "k*mean", float."""
     if threshold is None:
@@ -83,13 +103,15 @@ def _threshold_value(threshold, scores):
 class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     """Base class: fit or take a tree model, score features, select them.
 
-    Subclasses define ``_default_estimator()`` and
+    Subclasses define ``_default_estimator(y=None)`` (the model fitted when
+    ``estimator`` is None: a classifier for a classification target, see
+    :func:`is_classification_target`) and
     ``_fit_importances(X, y, sample_weight)``, which sets
     ``feature_importances_`` (and any other fitted attribute) from
     ``self.estimator_``.
     """
 
-    def _default_estimator(self):
+    def _default_estimator(self, y=None):
         raise NotImplementedError
 
     def _fit_importances(self, X, y, sample_weight):
@@ -104,7 +126,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
         """Set ``estimator_``: the given fitted model, or a fitted clone."""
-        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         model, frozen = _unfrozen(estimator)
         if self.prefit or frozen:
             check_is_fitted(model)

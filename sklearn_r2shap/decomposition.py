@@ -52,13 +52,13 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
     * scikit-learn tree and forest classifiers (class probabilities averaged
       over trees): the Brier score, exactly, one squared game per class
-      (``score="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
+      (``score_name="d2_brier"``, equal to ``sklearn.metrics.d2_brier_score``);
     * boosted models with a link (binary and multiclass log-loss, Poisson,
       Gamma, Tweedie): tree by tree in the model's order, the second-order
       game S -> g_ik m_k,S(x_i) + h_ik m_k,S(x_i)^2 / 2 with g, h the
       derivatives of the loss at the margins before tree k:
       R2_j = -(1/L0) sum_k sum_i w_i Sh_j[game]; the third- and higher-order
-      remainder goes to ``r2_unattributed`` (``score="d2_log_loss"`` or
+      remainder goes to ``unattributed`` (``score_name="d2_log_loss"`` or
       ``"d2_tweedie"``).
 
     The exact algorithm costs, per row and tree, about the square of the
@@ -132,8 +132,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     Returns
     -------
     R2Decomposition
-        ``score`` names the score that ``r2`` holds and ``importances``
-        split; ``importances.sum() + r2_unattributed == r2``.
+        ``score`` is the model's R^2 or D^2 (``score_name`` says which) and
+        ``shares`` split it: ``shares.sum() + unattributed == score``.
 
     Raises
     ------
@@ -171,14 +171,14 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> result = r2_decomposition(model, X, y)
     >>> result.algorithm
     'exact'
-    >>> bool(np.isclose(result.importances.sum(), r2_score(y, model.predict(X))))
+    >>> bool(np.isclose(result.shares.sum(), r2_score(y, model.predict(X))))
     True
-    >>> abs(result.r2_unattributed) < 1e-10
+    >>> abs(result.unattributed) < 1e-10
     True
     >>> sampled = r2_decomposition(model, X, y, algorithm="sampled", random_state=0)
     >>> sampled.algorithm
     'sampled'
-    >>> bool(np.all(np.abs(sampled.importances - result.importances)
+    >>> bool(np.all(np.abs(sampled.shares - result.shares)
     ...             <= 4 * sampled.mc_std_errors + 1e-12))
     True
 
@@ -190,11 +190,11 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
     >>> result = r2_decomposition(model, X, y)
-    >>> result.score
+    >>> result.score_name
     'd2_log_loss'
-    >>> bool(np.isclose(result.r2, d2_log_loss_score(y, model.predict_proba(X))))
+    >>> bool(np.isclose(result.score, d2_log_loss_score(y, model.predict_proba(X))))
     True
-    >>> bool(np.isclose(result.importances.sum() + result.r2_unattributed, result.r2))
+    >>> bool(np.isclose(result.shares.sum() + result.unattributed, result.score))
     True
     """
     verbose = _local.check_verbose(verbose)

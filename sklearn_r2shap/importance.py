@@ -9,6 +9,8 @@ cross-fitting, thresholds and attributes.
 Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
+import warnings
+
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -17,7 +19,8 @@ from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution.cost import DEFAULT_EXACT_BUDGET
 from ._scores import R2Decomposition, loss_of
-from ._selector import BaseTreeSelector, _unfrozen
+from ._report import ScoreValue, deprecated_alias
+from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 from ._validation import n_rows_features
 from .decomposition import r2_decomposition
 
@@ -47,8 +50,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         A tree model of scikit-learn, XGBoost, LightGBM or CatBoost fitted
         with the squared error, the log-loss, Poisson, Gamma or Tweedie, a
         scikit-learn tree or forest classifier (Q-SHAP), or any regressor
-        (shapFlex). None uses
-        ``HistGradientBoostingRegressor(random_state=0)``. A
+        (shapFlex). None uses ``HistGradientBoostingClassifier(random_state=0)``
+        for a classification target (``type_of_target`` "binary" or
+        "multiclass", labels that are not floats: D^2 of the log-loss) and
+        ``HistGradientBoostingRegressor(random_state=0)`` otherwise. A
         :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
     method : {"auto", "qshap", "shapflex"}, default="auto"
         "qshap": exact Shapley values of R^2 or D^2 (tree models with
@@ -69,7 +74,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         Use ``estimator`` as already fitted: ``fit`` only decomposes R^2 on
         the (X, y) it is given, e.g. held-out data.
     threshold : str or float, default=None
-        Features with ``R2_j >= threshold`` are selected: a number, "mean",
+        Features with ``share >= threshold`` are selected: a number, "mean",
         "median" or e.g. "1.5*mean"; None means "mean". Or a test of
         H0: share_j <= 0 on held-out shares at level ``alpha``: "fpr" (no
         correction), "fwe" (Holm) or "fdr" (Benjamini-Hochberg). The tests
@@ -82,15 +87,15 @@ class ShapleyR2Importance(BaseTreeSelector):
     alpha : float, default=0.05
         The level of the tests (``threshold`` "fpr", "fwe" or "fdr").
     max_features : int or callable, default=None
-        At most this many features (the largest R2_j), also subject to the
+        At most this many features (the largest shares), also subject to the
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
-        Cross-fitted importances: a clone is fitted on each training fold
-        and R^2 decomposed on its held-out fold (stratified folds for
+        Cross-fitted shares: a clone is fitted on each training fold
+        and its score decomposed on its held-out fold (stratified folds for
         classifiers, as ``check_cv`` gives them); Q-SHAP: the held-out rows
         of all folds are pooled, each row's term scaled so that its fold's
         share is the mean over the fold's rows (``decomposition_``);
-        shapFlex: the fold values are averaged. ``cv_importances_`` keeps
+        shapFlex: the fold values are averaged. ``cv_shares_`` keeps
         the fold values, and the estimator is then refitted on all the
         data for ``transform``.
     n_jobs : int, default=None
@@ -110,7 +115,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         Sampled algorithm: antithetic pairs of feature orders per row and tree.
     max_samples : int or float, default=None
         Q-SHAP only: decompose a random subset of the rows (a number of
-        rows, or a fraction); the importances estimate those of all rows.
+        rows, or a fraction); the shares estimate those of all rows.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm.
     groups : mapping or "input", default=None
@@ -131,26 +136,30 @@ class ShapleyR2Importance(BaseTreeSelector):
         The algorithm that ran ("sampled" if any fold was sampled; "exact"
         for shapFlex, which does not sample).
     feature_importances_ : ndarray of shape (`n_features_in_`,)
-        R2_j on the data given to ``fit`` (cross-fitted with ``cv``: the
-        mean of the pooled held-out terms, i.e. the folds' shares weighted
-        by their numbers of rows; shapFlex: the mean of the folds' shares).
-    importances_std_ : ndarray of shape (`n_features_in_`,)
-        Standard errors of R2_j (rows treated as i.i.d.; with ``cv``, the
-        pooled terms' sd / sqrt(n)); shapFlex with ``cv``: the standard
+        The features' shares of the score on the data given to ``fit``
+        (cross-fitted with ``cv``: the mean of the pooled held-out terms, i.e.
+        the folds' shares weighted by their numbers of rows; shapFlex: the
+        mean of the folds' shares); scikit-learn's name, read by
+        ``SelectFromModel`` and the threshold.
+    std_errors_ : ndarray of shape (`n_features_in_`,)
+        Standard errors of the shares (rows treated as i.i.d.; with ``cv``,
+        the pooled terms' sd / sqrt(n)); shapFlex with ``cv``: the standard
         deviation of the fold values over sqrt(n_folds). NaN for shapFlex
         without ``cv`` (its shares are not sums over rows).
     pvalues_ : ndarray of shape (`n_features_in_`,)
         The tests' one-sided p-values 1 - Phi(z_j) (only with a test
         ``threshold``); 1 for a feature no model splits on.
     scores_ : ndarray of shape (`n_features_in_`,)
-        The tests' statistics z_j = R2_j / se_j (only with a test ``threshold``).
-    r2_ : float
-        The model's R^2 or D^2 on the data (mean over folds with ``cv``);
-        Gelman's R^2 for shapFlex.
-    score_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
-        Which score ``r2_`` is and ``feature_importances_`` split.
-    r2_unattributed_ : float
-        ``r2_ - feature_importances_.sum()``.
+        The tests' statistics z_j = share_j / se_j (only with a test
+        ``threshold``).
+    score_ : float
+        The model's score on the data, R^2 or the D^2 ``score_name_`` names
+        (with ``cv``: of the pooled held-out rows; shapFlex: the mean over
+        folds); Gelman's R^2 for shapFlex.
+    score_name_ : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``score_`` is and ``feature_importances_`` split.
+    unattributed_ : float
+        ``score_ - feature_importances_.sum()``.
     sigma_unique_ : float or None
         shapFlex: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), the
         residual variance added by removing each feature's SHAP term,
@@ -163,8 +172,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         The full result; with ``cv``, of the pooled held-out rows (per-row
         terms in ``local`` unless ``max_samples``); None for shapFlex with
         ``cv``.
-    cv_importances_ : ndarray of shape (n_folds, `n_features_in_`)
-        Per-fold R2_j (only with ``cv``).
+    cv_shares_ : ndarray of shape (n_folds, `n_features_in_`)
+        Per-fold shares (only with ``cv``).
     threshold_ : float
         The threshold applied to R2_j, or ``alpha`` for the tests.
     n_features_in_ : int
@@ -194,8 +203,8 @@ class ShapleyR2Importance(BaseTreeSelector):
     ...     threshold=-np.inf).fit(X, y)
     >>> selector.method_, selector.get_feature_names_out().tolist()
     ('qshap', ['bmi', 'bp', 's5'])
-    >>> bool(np.isclose(selector.feature_importances_.sum() + selector.r2_unattributed_,
-    ...                 selector.r2_))
+    >>> bool(np.isclose(selector.feature_importances_.sum() + selector.unattributed_,
+    ...                 selector.score_))
     True
     >>> linear = ShapleyR2Importance(LinearRegression(), max_features=3).fit(X, y)
     >>> linear.method_, linear.get_feature_names_out().tolist()
@@ -232,9 +241,11 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.random_state = random_state
         self.groups = groups
 
-    def _default_estimator(self):
-        from sklearn.ensemble import HistGradientBoostingRegressor
+    def _default_estimator(self, y=None):
+        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
+        if is_classification_target(y):
+            return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
 
     def fit(self, X, y, sample_weight=None, **fit_params):
@@ -299,10 +310,10 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             result = self._decompose(self.estimator_, X, y, sample_weight, return_local=tests)
             self.decomposition_ = result
-            self.feature_importances_ = result.importances
-            self.importances_std_ = result.std_errors
-            self.r2_ = result.r2
-            self.score_ = result.score
+            self.feature_importances_ = result.shares
+            self.std_errors_ = result.std_errors
+            self.score_ = float(result.score)
+            self.score_name_ = result.score_name
             self.method_ = result.method
             self.algorithm_ = result.algorithm
             self.sigma_unique_ = result.sigma_unique
@@ -311,7 +322,8 @@ class ShapleyR2Importance(BaseTreeSelector):
                     [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
-        self.r2_unattributed_ = self.r2_ - float(np.sum(self.feature_importances_))
+        self.score_ = ScoreValue(self.score_, self.score_name_, "score_", "score_name_")
+        self.unattributed_ = self.score_ - float(np.sum(self.feature_importances_))
         terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
         if tests:
             if self.method_ != "qshap":
@@ -362,7 +374,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "with prefit=True.")
         from sklearn.base import is_classifier
 
-        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         # stratified folds for classifiers, as cross_val_score uses
         cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
@@ -378,20 +390,20 @@ class ShapleyR2Importance(BaseTreeSelector):
                                      weight_test, return_local=local)
             results.append(result)
             tests.append(np.asarray(test))
-            importances.append(result.importances)
-            r2.append(result.r2)
+            importances.append(result.shares)
+            r2.append(float(result.score))
             sigma_unique.append(result.sigma_unique)
             methods.add(result.method)
-            scores.add(result.score)
+            scores.add(result.score_name)
             algorithms.add(result.algorithm)
-        self.cv_importances_ = np.asarray(importances)
-        self.feature_importances_ = self.cv_importances_.mean(axis=0)
+        self.cv_shares_ = np.asarray(importances)
+        self.feature_importances_ = self.cv_shares_.mean(axis=0)
         n_folds = len(importances)
-        self.importances_std_ = (self.cv_importances_.std(axis=0, ddof=1) / np.sqrt(n_folds)
-                                 if n_folds > 1 else np.zeros_like(self.feature_importances_))
-        self.r2_ = float(np.mean(r2))
+        self.std_errors_ = (self.cv_shares_.std(axis=0, ddof=1) / np.sqrt(n_folds)
+                            if n_folds > 1 else np.zeros_like(self.feature_importances_))
+        self.score_ = float(np.mean(r2))
         (self.method_,) = methods
-        (self.score_,) = scores
+        (self.score_name_,) = scores
         self.algorithm_ = "sampled" if "sampled" in algorithms else "exact"
         self.sigma_unique_ = (float(np.mean(sigma_unique)) if self.method_ == "shapflex"
                               else None)
@@ -399,9 +411,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         if self.method_ == "qshap":  # the held-out rows of all folds pooled
             self.decomposition_, self._test_terms = _held_out.pool_folds(
                 results, tests, _num_samples(y), sample_weight)
-            self.feature_importances_ = self.decomposition_.importances
-            self.importances_std_ = self.decomposition_.std_errors
-            self.r2_ = self.decomposition_.r2
+            self.feature_importances_ = self.decomposition_.shares
+            self.std_errors_ = self.decomposition_.std_errors
+            self.score_ = float(self.decomposition_.score)
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
 
     def _resolve_method(self, model):
@@ -454,7 +466,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                 max_samples=None if return_local else self.max_samples,
                 random_state=self.random_state)
         elif return_local:
-            raise ValueError("local_r2 and the tests (threshold='fdr', 'fwe' or 'fpr') need "
+            raise ValueError("local_shares and the tests (threshold='fdr', 'fwe' or 'fpr') need "
                              "method='qshap': shapFlex shares are not sums of per-row terms.")
         elif _dask.is_dask_collection(X):
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
@@ -504,15 +516,26 @@ class ShapleyR2Importance(BaseTreeSelector):
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight)
 
-    def local_r2(self, X, y, sample_weight=None):
-        """Per-row contributions L_ij of shape (n_samples, n_features) (Q-SHAP only).
+    def local_shares(self, X, y, sample_weight=None):
+        """Per-row terms L_ij of shape (n_samples, n_features) (Q-SHAP only).
 
-        Their column sums are the R2_j of the fitted model on (X, y) (every
+        Their column sums are the shares of the fitted model on (X, y) (every
         row, whatever ``max_samples``; Monte Carlo estimates when the
         sampled algorithm runs).
         """
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight, return_local=True).local
+
+    def local_r2(self, X, y, sample_weight=None):
+        """Deprecated alias of :meth:`local_shares` (removed in 0.3)."""
+        warnings.warn("'local_r2' was renamed 'local_shares' in 0.2 and will be removed in "
+                      "0.3; use 'local_shares'.", FutureWarning, stacklevel=2)
+        return self.local_shares(X, y, sample_weight)
+
+    importances_std_ = deprecated_alias("importances_std_", "std_errors_")
+    r2_ = deprecated_alias("r2_", "score_")
+    r2_unattributed_ = deprecated_alias("r2_unattributed_", "unattributed_")
+    cv_importances_ = deprecated_alias("cv_importances_", "cv_shares_")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

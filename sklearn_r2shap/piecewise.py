@@ -476,7 +476,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _default_estimator(self):
+    def _default_estimator(self, y=None):
         try:
             import lightgbm
         except ImportError as exc:

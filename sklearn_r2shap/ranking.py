@@ -52,7 +52,7 @@ from ._execution.local import Progress
 from ._games import treegrad as _tg
 from ._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _per_row
 from ._games.treegrad import _resolve_output, _signed, _take
-from ._selector import BaseTreeSelector, _unfrozen
+from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
 from .attributions import _explained, banzhaf_values, beta_shapley_values
 
@@ -396,9 +396,11 @@ class TreeGradRanker(BaseTreeSelector):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _default_estimator(self):
-        from sklearn.tree import DecisionTreeRegressor
+    def _default_estimator(self, y=None):
+        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+        if is_classification_target(y):
+            return DecisionTreeClassifier(max_depth=6, random_state=0)
         return DecisionTreeRegressor(max_depth=6, random_state=0)
 
     def _check_params(self):

@@ -141,7 +141,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         (the fold's features at each count). A count that a fold's
         elimination skipped (several negative shares removed at once) is
         scored on that fold with its best features by its own ranking.
-    score_ : str
+    score_name_ : str
         What the scores are: "r2", "d2_brier", "d2_log_loss", "d2_tweedie"
         (``scoring=None``) or the scorer's name.
     n_features_in_ : int
@@ -241,13 +241,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         # (0, or 1 for a perfect fit) when the held-out y is constant
         from sklearn import metrics
 
-        if step.score_ == "r2":
+        if step.score_name_ == "r2":
             return float(metrics.r2_score(y, model.predict(X), sample_weight=weight))
-        if step.score_ == "d2_tweedie":
+        if step.score_name_ == "d2_tweedie":
             return float(metrics.d2_tweedie_score(y, model.predict(X), sample_weight=weight,
                                                   power=step.decomposition_.power))
         proba = model.predict_proba(X)
-        if step.score_ == "d2_brier":
+        if step.score_name_ == "d2_brier":
             if proba.shape[1] == 2:
                 return float(metrics.d2_brier_score(y, proba[:, 1], sample_weight=weight,
                                                     pos_label=model.classes_[1]))
@@ -346,7 +346,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.estimator_ = final.estimator_
         self.feature_importances_ = np.asarray(final.feature_importances_)
         self.decomposition_ = final.decomposition_
-        self.score_ = final.score_ if self.scoring is None else str(self.scoring)
+        self.score_name_ = final.score_name_ if self.scoring is None else str(self.scoring)
         self.cv_results_ = {
             "n_features": counts,
             "mean_test_score": scores.mean(axis=1),
@@ -403,7 +403,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 fillstyle="none", markeredgewidth=2,
                 label=f"chosen: {self.n_features_} features ({self.selection_rule})")
         label = {"r2": "R$^2$", "d2_brier": "D$^2$ (Brier)", "d2_log_loss": "D$^2$ (log-loss)",
-                 "d2_tweedie": "D$^2$ (Tweedie)"}.get(self.score_, self.score_)
+                 "d2_tweedie": "D$^2$ (Tweedie)"}.get(self.score_name_, self.score_name_)
         ax.set_xlabel("number of features")
         ax.set_ylabel(f"held-out {label}")
         ax.set_title(f"{type(self).__name__}: {len(folds)}-fold curve")

@@ -340,7 +340,7 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     Returns
     -------
     R2Decomposition
-        With ``method="shapflex"``: ``importances`` the shares R2_j, ``r2``
+        With ``method="shapflex"``: ``shares`` the shares R2_j, ``score``
         Gelman's R^2, ``sigma_unique``, ``residual_variance_ratios`` and NaN
         standard errors (the shares are not sums of per-row terms).
 
@@ -359,9 +359,9 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
     >>> model = Ridge(alpha=0.1).fit(X, y)
     >>> result = shapflex_decomposition(model, X, y)
-    >>> bool(np.isclose(result.importances.sum(), result.r2))
+    >>> bool(np.isclose(result.shares.sum(), result.score))
     True
-    >>> result.feature_names[np.argmax(result.importances)]
+    >>> result.feature_names[np.argmax(result.shares)]
     'bmi'
     """
 
@@ -374,8 +374,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
     return R2Decomposition(
-        importances=importances, std_errors=np.full(n_features, np.nan), r2=r2,
-        r2_unattributed=r2 - float(importances.sum()), feature_names=names,
+        shares=importances, std_errors=np.full(n_features, np.nan), score=r2,
+        unattributed=r2 - float(importances.sum()), feature_names=names,
         mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
         residual_variance_ratios=ratios, model_name=type(model).__name__,
     )

@@ -104,10 +104,10 @@ def test_selector_with_weights_equals_selector_on_repeated_rows(seed):
     np.testing.assert_allclose(weighted.feature_importances_, repeated.feature_importances_,
                                rtol=0, atol=1e-7)
     # the library's unweighted counts would not do
-    library = r2_decomposition(weighted.estimator_, X, y, sample_weight=w).importances
+    library = r2_decomposition(weighted.estimator_, X, y, sample_weight=w).shares
     assert np.max(np.abs(library - repeated.feature_importances_)) > 1e-4
     # later calls explain with the same covers
-    np.testing.assert_array_equal(weighted.decompose(X, y, sample_weight=w).importances,
+    np.testing.assert_array_equal(weighted.decompose(X, y, sample_weight=w).shares,
                                   weighted.feature_importances_)
 
 
@@ -120,7 +120,7 @@ def test_prefit_model_keeps_the_library_covers():
     np.testing.assert_array_equal(selector._tree_ensemble(model).cover, to_ensemble(model).cover)
     np.testing.assert_array_equal(
         selector.feature_importances_,
-        r2_decomposition(model, X, y, sample_weight=w).importances)
+        r2_decomposition(model, X, y, sample_weight=w).shares)
 
 
 # ---------------------------------------------------------------------------
@@ -182,9 +182,9 @@ def test_squared_error_means_predict_is_the_raw_sum(name):
         from sklearn.metrics import d2_tweedie_score
 
         result = r2_decomposition(model, X, y)
-        assert result.score == "d2_tweedie"
+        assert result.score_name == "d2_tweedie"
         expected = d2_tweedie_score(y, model.predict(X), power=result.power)
-        assert abs(result.r2 - expected) < 1e-6
+        assert abs(result.score - expected) < 1e-6
     else:
         with pytest.raises(UnsupportedModelError):
             r2_decomposition(model, X, y)

@@ -334,13 +334,13 @@ def test_matches_brute_force(name):
     model, X, y, w, result, local = case(name)
     expected = local.sum(axis=0)
     assert np.abs(expected).max() > 1e-3
-    np.testing.assert_allclose(result.importances, expected, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(result.shares, expected, rtol=0, atol=ATOL)
     np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
     averaging = getattr(model, "estimators_", None) is not None and CASES[name][1] == "brier"
     assert result.mode == ("symmetric" if averaging else "sequential")
     expected_score = {"brier": "d2_brier", "binomial": "d2_log_loss",
                       "multinomial": "d2_log_loss", "tweedie": "d2_tweedie"}[CASES[name][1]]
-    assert result.score == expected_score
+    assert result.score_name == expected_score
     if expected_score == "d2_tweedie":
         assert result.power == CASES[name][2]
 
@@ -351,10 +351,10 @@ def test_accounting_identity_against_sklearn(name):
     model, X, y, w, result, _ = case(name)
     expected = sklearn_score(name, model, X, y, w)
     tol = 1e-6 if name.split("-")[0] in FLOAT32_PROBA else 1e-10
-    assert abs(result.r2 - expected) < tol
-    assert result.importances.sum() + result.r2_unattributed == pytest.approx(result.r2,
+    assert abs(result.score - expected) < tol
+    assert result.shares.sum() + result.unattributed == pytest.approx(result.score,
                                                                            abs=1e-12)
-    assert result.r2 > 0.05  # the models learn something: the identity is not 0 = 0
+    assert result.score > 0.05  # the models learn something: the identity is not 0 = 0
 
 
 def test_single_tree_brier_in_sample_has_nothing_unattributed():
@@ -362,7 +362,7 @@ def test_single_tree_brier_in_sample_has_nothing_unattributed():
     leaves: the Brier shares add up to D^2 exactly (as R^2 for a regression tree)."""
     for name in ("tree-binary-nan", "tree-three-weighted"):
         model, X, y, w, result, _ = case(name)
-        assert abs(result.r2_unattributed) < 1e-10
+        assert abs(result.unattributed) < 1e-10
 
 
 def test_binary_brier_mirror():
@@ -386,15 +386,15 @@ def test_multiclass_brier_equals_sum_of_one_vs_rest_regressions():
                              model_type="class trees", tree_output=np.zeros(4, dtype=np.int64),
                              base_value=np.zeros(1))
         part = r2_decomposition(regression, X, Y[:, c])
-        total += part.importances * np.sum((Y[:, c] - Y[:, c].mean()) ** 2) / q0
-    np.testing.assert_allclose(result.importances, total, rtol=0, atol=1e-12)
+        total += part.shares * np.sum((Y[:, c] - Y[:, c].mean()) ** 2) / q0
+    np.testing.assert_allclose(result.shares, total, rtol=0, atol=1e-12)
 
 
 def test_softmax_order_matters_and_is_the_models():
     """Multiclass: one margin changes at a time, in the model's order; the
     reference with all classes of an iteration updated at once differs."""
     model, X, y, w, result, local = case("hgb-three-weighted")
-    np.testing.assert_allclose(result.importances, local.sum(axis=0), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(result.shares, local.sum(axis=0), rtol=0, atol=ATOL)
     ens = to_ensemble(model)
     assert ens.n_outputs == 3 and ens.n_values == 1
     assert list(ens.tree_output[:6]) == [0, 1, 2, 0, 1, 2]
@@ -432,8 +432,8 @@ def test_remainder_is_higher_order_only():
             F = G
     # D^2 - sum_j R2_j = 1 - [L(F_0) + sum of empty games and remainders] / L0
     expected = 1.0 - constant / l0
-    assert abs(result.r2_unattributed - expected) < 1e-9
-    assert abs(result.r2_unattributed) > 1e-4
+    assert abs(result.unattributed - expected) < 1e-9
+    assert abs(result.unattributed) > 1e-4
 
 
 # --------------------------------------------------------------------------
@@ -448,8 +448,8 @@ def test_zero_weights_equal_dropping_rows(name):
     w[drop] = 0.0
     zeroed = r2_decomposition(model, X, y, sample_weight=w, return_local=True)
     kept = r2_decomposition(model, X[~drop], np.asarray(y)[~drop], sample_weight=w[~drop])
-    np.testing.assert_allclose(zeroed.importances, kept.importances, rtol=0, atol=1e-12)
-    assert abs(zeroed.r2 - kept.r2) < 1e-12
+    np.testing.assert_allclose(zeroed.shares, kept.shares, rtol=0, atol=1e-12)
+    assert abs(zeroed.score - kept.score) < 1e-12
     np.testing.assert_allclose(zeroed.std_errors, kept.std_errors, rtol=1e-10)
     assert np.all(zeroed.local[drop] == 0)
 
@@ -474,9 +474,9 @@ def test_class_weights_as_sample_weight():
     w = compute_sample_weight("balanced", y)
     weighted = r2_decomposition(model, X, y, sample_weight=w)
     local = newton_reference(model, X, y, w, "multinomial")
-    np.testing.assert_allclose(weighted.importances, local.sum(axis=0), rtol=0, atol=ATOL)
-    assert np.abs(weighted.importances - plain.importances).max() > 1e-4
-    assert abs(weighted.r2 - d2_log_loss_score(y, model.predict_proba(X), sample_weight=w)) \
+    np.testing.assert_allclose(weighted.shares, local.sum(axis=0), rtol=0, atol=ATOL)
+    assert np.abs(weighted.shares - plain.shares).max() > 1e-4
+    assert abs(weighted.score - d2_log_loss_score(y, model.predict_proba(X), sample_weight=w)) \
         < 1e-10
 
 
@@ -486,7 +486,7 @@ def test_string_and_integer_labels_give_the_same_shares():
     refit = HistGradientBoostingClassifier(max_iter=4, max_depth=2, learning_rate=0.5,
                                            random_state=0).fit(X, codes)
     again = r2_decomposition(refit, X, codes)
-    np.testing.assert_allclose(again.importances, result.importances, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(again.shares, result.shares, rtol=0, atol=1e-12)
 
 
 # --------------------------------------------------------------------------
@@ -559,15 +559,15 @@ def test_scaled_target_and_model_give_the_same_shares(regression, factor):
     ens, X, y, plain = regression
     scaled = replace(ens, value=ens.value * factor, base_value=ens.base_value * factor)
     result = r2_decomposition(scaled, X, y * factor)
-    np.testing.assert_allclose(result.importances, plain.importances, rtol=1e-9, atol=1e-12)
-    assert result.r2 == pytest.approx(plain.r2, rel=1e-9)
+    np.testing.assert_allclose(result.shares, plain.shares, rtol=1e-9, atol=1e-12)
+    assert result.score == pytest.approx(plain.score, rel=1e-9)
 
 
 @pytest.mark.parametrize("tiny", [1e-320, 5e-324 * 7, 1e-300])
 def test_tiny_uniform_weights_equal_no_weights(regression, tiny):
     ens, X, y, plain = regression
     result = r2_decomposition(ens, X, y, sample_weight=np.full(len(y), tiny), return_local=True)
-    np.testing.assert_allclose(result.importances, plain.importances, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(result.shares, plain.shares, rtol=0, atol=1e-13)
     np.testing.assert_allclose(result.local, plain.local, rtol=0, atol=1e-14)
 
 

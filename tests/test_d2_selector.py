@@ -52,12 +52,12 @@ def test_string_labels_and_auto_method(cancer):
     selector = ShapleyR2Importance(
         HistGradientBoostingClassifier(max_iter=15, random_state=0), max_features=3,
         threshold=-np.inf).fit(X, y)
-    assert selector.method_ == "qshap" and selector.score_ == "d2_log_loss"
+    assert selector.method_ == "qshap" and selector.score_name_ == "d2_log_loss"
     model = selector.estimator_
     expected = d2_log_loss_score(y, model.predict_proba(X))
-    assert selector.r2_ == pytest.approx(expected, abs=1e-10)
-    assert selector.feature_importances_.sum() + selector.r2_unattributed_ == pytest.approx(
-        selector.r2_, abs=1e-12)
+    assert selector.score_ == pytest.approx(expected, abs=1e-10)
+    assert selector.feature_importances_.sum() + selector.unattributed_ == pytest.approx(
+        selector.score_, abs=1e-12)
     assert selector.transform(X).shape == (len(y), 3)
     assert "D^2 (log-loss)" in str(selector.decomposition_)
 
@@ -67,25 +67,25 @@ def test_forest_brier_and_class_weights(cancer):
     w = compute_sample_weight("balanced", y)
     selector = ShapleyR2Importance(RandomForestClassifier(5, max_depth=3, random_state=0))
     selector.fit(X, y, sample_weight=w)
-    assert selector.score_ == "d2_brier"
+    assert selector.score_name_ == "d2_brier"
     proba = selector.estimator_.predict_proba(X)[:, 1]
     expected = d2_brier_score(y, proba, sample_weight=w, pos_label="malignant")
-    assert selector.r2_ == pytest.approx(expected, abs=1e-10)
+    assert selector.score_ == pytest.approx(expected, abs=1e-10)
     plain = r2_decomposition(selector.estimator_, X, y)
-    assert np.abs(plain.importances - selector.feature_importances_).max() > 1e-4
+    assert np.abs(plain.shares - selector.feature_importances_).max() > 1e-4
 
 
 def test_cv_uses_stratified_folds(cancer):
     X, y = cancer
     selector = ShapleyR2Importance(HistGradientBoostingClassifier(max_iter=10, random_state=0),
                                    cv=3).fit(X, y)
-    assert selector.cv_importances_.shape == (3, X.shape[1])
+    assert selector.cv_shares_.shape == (3, X.shape[1])
     # the same folds as StratifiedKFold(3): recompute fold 0 by hand
     train, test = next(StratifiedKFold(3).split(X, y))
     model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X.iloc[train],
                                                                              y[train])
     fold = r2_decomposition(model, X.iloc[test], y[test])
-    np.testing.assert_allclose(selector.cv_importances_[0], fold.importances, atol=1e-12)
+    np.testing.assert_allclose(selector.cv_shares_[0], fold.shares, atol=1e-12)
 
 
 def test_pipeline_and_grid_search_multiclass():
@@ -98,7 +98,7 @@ def test_pipeline_and_grid_search_multiclass():
     search.fit(X, y)
     assert search.best_params_["shapleyr2importance__max_features"] in (2, 5)
     step = search.best_estimator_[0]
-    assert step.score_ == "d2_brier"
+    assert step.score_name_ == "d2_brier"
     assert step.transform(X).shape[1] == search.best_params_["shapleyr2importance__max_features"]
 
 

@@ -387,15 +387,15 @@ def check_r2(model, X, y, X_dask, y_dask, weight=None, weight_dask=None, **kwarg
     """r2_decomposition of the dask collections against the in-memory call."""
     expected = sr.r2_decomposition(model, X, y, sample_weight=weight, **kwargs)
     got = sr.r2_decomposition(model, X_dask, y_dask, sample_weight=weight_dask, **kwargs)
-    for name in ("importances", "std_errors", "mc_std_errors"):
+    for name in ("shares", "std_errors", "mc_std_errors"):
         if getattr(expected, name) is None:
             assert getattr(got, name) is None, name
         else:
             np.testing.assert_allclose(getattr(got, name), getattr(expected, name), rtol=0,
                                        atol=TOL, err_msg=name)
-    for name in ("r2", "r2_unattributed"):
+    for name in ("score", "unattributed"):
         assert abs(getattr(got, name) - getattr(expected, name)) <= TOL, name
-    for name in ("score", "algorithm", "mode", "n_rows", "n_rows_sampled", "power"):
+    for name in ("score_name", "algorithm", "mode", "n_rows", "n_rows_sampled", "power"):
         assert getattr(got, name) == getattr(expected, name), name
     assert list(got.feature_names) == list(expected.feature_names)
     return got
@@ -416,7 +416,7 @@ def test_r2_sklearn_regressors_and_classifiers(client):
     forest = RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(filled, y)
     got = check_r2(forest, filled, y, as_dask_array(filled), y, weight, weight)
     assert got.mode == "symmetric"
-    assert abs(got.r2 - r2_score(y, forest.predict(filled), sample_weight=weight)) < 1e-10
+    assert abs(got.score - r2_score(y, forest.predict(filled), sample_weight=weight)) < 1e-10
     # boosting with NaN; y a dask array of other chunks (rechunked to X's)
     hgb = HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=0).fit(X, y)
     check_r2(hgb, X, y, as_dask_array(X), da.from_array(y, chunks=50), weight, w_dask)
@@ -426,23 +426,23 @@ def test_r2_sklearn_regressors_and_classifiers(client):
     Xc_dask, yc_dask = as_dask_array(Xc), da.from_array(yc, chunks=(ROW_CHUNKS,))
     rfc = RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(Xc, yc)
     got = check_r2(rfc, Xc, yc, Xc_dask, yc_dask)
-    assert got.score == "d2_brier"
-    assert abs(got.r2 - d2_brier_score(yc, rfc.predict_proba(Xc))) < 1e-10
+    assert got.score_name == "d2_brier"
+    assert abs(got.score - d2_brier_score(yc, rfc.predict_proba(Xc))) < 1e-10
     # log-loss D^2, binary and multiclass
     yb = (yc == 2).astype(int)
     gbc = GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0).fit(Xc, yb)
     got = check_r2(gbc, Xc, yb, Xc_dask, da.from_array(yb, chunks=(ROW_CHUNKS,)))
-    assert abs(got.r2 - d2_log_loss_score(yb, gbc.predict_proba(Xc))) < 1e-10
+    assert abs(got.score - d2_log_loss_score(yb, gbc.predict_proba(Xc))) < 1e-10
     hgc = HistGradientBoostingClassifier(max_iter=4, max_depth=2, random_state=0).fit(Xc, yc)
     got = check_r2(hgc, Xc, yc, Xc_dask, yc_dask, weight, w_dask)
-    assert abs(got.r2 - d2_log_loss_score(yc, hgc.predict_proba(Xc), sample_weight=weight)) < 1e-10
+    assert abs(got.score - d2_log_loss_score(yc, hgc.predict_proba(Xc), sample_weight=weight)) < 1e-10
     # Poisson D^2
     counts = np.random.default_rng(22).poisson(np.exp(0.5 * filled[:, 0]))
     poisson = HistGradientBoostingRegressor(loss="poisson", max_iter=6, max_depth=3,
                                             random_state=0).fit(filled, counts)
     got = check_r2(poisson, filled, counts, as_dask_array(filled),
                    da.from_array(counts, chunks=(ROW_CHUNKS,)))
-    assert got.score == "d2_tweedie"
+    assert got.score_name == "d2_tweedie"
 
 
 def test_r2_sampled_and_max_samples(client):
@@ -486,7 +486,7 @@ def test_r2_xgboost_lightgbm_catboost(client):
     kept = frame_rows(frame.assign(target=positive, w=weight))
     got = check_r2(tweedie, kept[frame.columns], kept["target"], ddf[list(frame.columns)],
                    ddf["target"], kept["w"], ddf["w"])
-    assert got.score == "d2_tweedie" and got.power == 1.4
+    assert got.score_name == "d2_tweedie" and got.power == 1.4
     assert list(got.feature_names) == list(frame.columns)
     # y as numpy with a dask DataFrame X: split to the partitions' lengths
     check_r2(tweedie, kept[frame.columns], kept["target"].to_numpy(), ddf[list(frame.columns)],
@@ -513,9 +513,9 @@ def test_selector_prefit_on_dask(client):
         kept[list("abcde")], kept["y"])
     np.testing.assert_allclose(got.feature_importances_, expected.feature_importances_,
                                rtol=0, atol=TOL)
-    np.testing.assert_allclose(got.importances_std_, expected.importances_std_, rtol=0,
+    np.testing.assert_allclose(got.std_errors_, expected.std_errors_, rtol=0,
                                atol=TOL)
-    assert abs(got.r2_ - expected.r2_) <= TOL
+    assert abs(got.score_ - expected.score_) <= TOL
     assert list(got.feature_names_in_) == list("abcde") and got.n_features_in_ == 5
     assert list(got.get_feature_names_out()) == list(expected.get_feature_names_out())
     # fitting on dask, cross-validation and per-row terms are refused clearly
@@ -524,7 +524,7 @@ def test_selector_prefit_on_dask(client):
     with pytest.raises(ValueError, match="cv"):
         sr.ShapleyR2Importance(model, prefit=True, cv=3).fit(ddf[list("abcde")], ddf["y"])
     with pytest.raises(ValueError, match="return_local"):
-        selector.local_r2(ddf[list("abcde")], ddf["y"])
+        selector.local_shares(ddf[list("abcde")], ddf["y"])
 
 
 def test_r2_input_errors(client):

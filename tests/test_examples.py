@@ -2,6 +2,7 @@
 have the layout the documentation's gallery (sphinx-gallery) builds from."""
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,14 @@ def test_every_example_is_a_gallery_page_and_is_run_here():
         assert "\n# %%\n" in source, script.name
         assert "plt.show()" in source, script.name
         assert f'run("{script.name}"' in tests, f"{script.name} is not run by a test"
+        # the page opens with one sentence saying what the example shows
+        opening = " ".join(lines[2:]).strip()
+        assert opening.startswith("This example "), script.name
+        assert "." in opening.split("\n")[0], script.name
+        # no timings in the text: they would be another run's, not the page's
+        docstring = "\n".join(lines)
+        assert not re.search(r"\d+(\.\d+)? ?s\b[^a-z]*(on \d+ cores|wall)|total time", docstring), \
+            script.name
 
 
 def test_dask_local_cluster():
@@ -77,12 +86,20 @@ def test_dask_local_cluster():
     line = next(line for line in out.splitlines() if "of the R^2 shares" in line)
     shares, r2 = (float(part.split(":")[-1]) for part in line.split(";"))
     assert shares < 1e-10 and r2 < 1e-10
-    assert "model R2" in out
+    assert "score (R2)" in out
 
 
 def test_d2_classifiers_quick():
     out = run("d2_classifiers.py", "--quick")
     assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
+    # the contradiction is explained by correlated features: shuffling the twin
+    # features together drops D^2 by more than their two single drops
+    line = next(line for line in out.splitlines() if "shuffled together" in line)
+    numbers = [float(part.split()[-1]) for part in line.split(";")]
+    shares, single, joint = numbers
+    assert joint > single + 0.02, line
+    pair_line = next(line for line in out.splitlines() if "most correlated" in line)
+    assert abs(float(pair_line.split("r = ")[1].rstrip(")"))) > 0.8, pair_line
 
 
 def test_pipeline_explanations():

@@ -74,8 +74,8 @@ def test_xgb_regressor_missing_sentinel(sentinel):
     assert to_ensemble(model).info["missing"] == sentinel
     # R^2 of the model itself (it was 0.663 vs 0.864 when the sentinel was a value)
     result = r2_decomposition(model, X, y)
-    assert result.r2 == pytest.approx(r2_score(y, model.predict(X)), abs=1e-5)
-    assert result.importances.sum() + result.r2_unattributed == pytest.approx(result.r2)
+    assert result.score == pytest.approx(r2_score(y, model.predict(X)), abs=1e-5)
+    assert result.shares.sum() + result.unattributed == pytest.approx(result.score)
 
 
 def test_xgb_missing_brute_force():
@@ -162,7 +162,7 @@ def test_lightgbm_names_with_spaces():
                                atol=1e-10)
     result = r2_decomposition(model, X, y)
     assert list(result.feature_names) == list(X.columns)  # the user's names
-    assert result.r2 == pytest.approx(r2_score(y, model.predict(X)))
+    assert result.score == pytest.approx(r2_score(y, model.predict(X)))
     booster = lgb.train({"verbose": -1, "num_leaves": 8, "num_threads": 1}, lgb.Dataset(X, y),
                         num_boost_round=5)
     np.testing.assert_allclose(shap_values(booster, X), booster.predict(X, pred_contrib=True),
@@ -320,7 +320,7 @@ def test_sparse_xgboost_absent_is_missing(layout, small_blocks):
     dense = model.predict(X.toarray(), output_margin=True)
     assert np.abs(dense - model.predict(X, output_margin=True)).max() > 0.5
     result = r2_decomposition(model, X, y)
-    assert result.r2 == pytest.approx(r2_score(y, model.predict(X)), abs=1e-5)
+    assert result.score == pytest.approx(r2_score(y, model.predict(X)), abs=1e-5)
 
 
 def test_sparse_xgboost_stored_entries():
@@ -343,7 +343,7 @@ def test_sparse_lightgbm_absent_is_zero(layout, small_blocks):
                                model.predict(X, pred_contrib=True).toarray(), atol=1e-10)
     assert max(small_blocks) <= 16
     result = r2_decomposition(model, X, y)
-    assert result.r2 == pytest.approx(r2_score(y, model.predict(X)))
+    assert result.score == pytest.approx(r2_score(y, model.predict(X)))
 
 
 @pytest.mark.parametrize("make", [
@@ -362,7 +362,7 @@ def test_sparse_sklearn_absent_is_zero(make, small_blocks):
     local = r2_decomposition(model, X, y, return_local=True)
     dense = r2_decomposition(model, X.toarray(), y, return_local=True)
     np.testing.assert_allclose(local.local, dense.local, atol=1e-14)
-    assert local.r2 == pytest.approx(r2_score(y, model.predict(X)))
+    assert local.score == pytest.approx(r2_score(y, model.predict(X)))
     assert max(small_blocks) <= 16
 
 
@@ -424,7 +424,7 @@ def test_sparse_selector_fit():
     dense = ShapleyR2Importance(DecisionTreeRegressor(max_depth=4, random_state=0)).fit(
         X.toarray(), y)
     np.testing.assert_allclose(selector.feature_importances_, dense.feature_importances_)
-    assert selector.r2_ == pytest.approx(dense.r2_)
+    assert selector.score_ == pytest.approx(dense.score_)
 
 
 def test_sparse_piecewise_background_and_rows(small_blocks):

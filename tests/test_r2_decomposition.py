@@ -265,7 +265,7 @@ def test_matches_brute_force(name):
     model, X, y, w, result, local = case(name)
     expected = local.sum(axis=0)
     assert np.abs(expected).max() > 1e-3  # the case is not trivially zero
-    np.testing.assert_allclose(result.importances, expected, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(result.shares, expected, rtol=0, atol=ATOL)
     np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
     assert result.mode == ("symmetric" if name in FORESTS else "sequential")
     assert result.n_rows == len(y)
@@ -273,28 +273,28 @@ def test_matches_brute_force(name):
 
 @pytest.mark.parametrize("name", CASES)
 def test_nothing_lost(name):
-    """importances.sum() + r2_unattributed == the model's own R^2."""
+    """importances.sum() + unattributed == the model's own R^2."""
     model, X, y, w, result, _ = case(name)
     r2 = r2_score(y, model.predict(X), sample_weight=w)
     np.testing.assert_allclose(weighted_r2(y, model.predict(X), w), r2, rtol=0, atol=1e-12)
     tol = 1e-5 if name in FLOAT32_PREDICT else ATOL
-    assert abs(result.r2 - r2) < tol
+    assert abs(result.score - r2) < tol
     # float64 R^2 of the plain-Python routing of the same trees
     ens = to_ensemble(model)
     r2_ref = weighted_r2(y, reference.predict(ens, X)[:, 0], w)
-    assert abs(result.r2 - r2_ref) < ATOL
-    assert abs(result.importances.sum() + result.r2_unattributed - r2) < tol
+    assert abs(result.score - r2_ref) < ATOL
+    assert abs(result.shares.sum() + result.unattributed - r2) < tol
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_local_and_standard_errors(name):
     _, _, y, _, result, _ = case(name)
-    assert result.local.shape == (len(y), len(result.importances))
-    np.testing.assert_allclose(result.local.sum(axis=0), result.importances, rtol=0, atol=1e-12)
+    assert result.local.shape == (len(y), len(result.shares))
+    np.testing.assert_allclose(result.local.sum(axis=0), result.shares, rtol=0, atol=1e-12)
     n = len(y)
     expected = np.sqrt(n * np.var(result.local, axis=0, ddof=1))
     np.testing.assert_allclose(result.std_errors, expected, rtol=1e-9, atol=1e-14)
-    assert np.all(result.std_errors[np.abs(result.importances) > 1e-6] > 0)
+    assert np.all(result.std_errors[np.abs(result.shares) > 1e-6] > 0)
 
 
 @pytest.mark.parametrize("name", sorted(FORESTS))
@@ -310,7 +310,7 @@ def test_forest_telescopes(name):
     q0 = np.sum(w * (y - ybar) ** 2)
     f = model.predict(X)
     expected = (np.sum(w * (y - mu) ** 2) - np.sum(w * (y - f) ** 2)) / q0
-    assert abs(result.importances.sum() - expected) < ATOL
+    assert abs(result.shares.sum() - expected) < ATOL
 
 
 # --------------------------------------------------------------------------
@@ -321,8 +321,8 @@ def test_single_tree_in_sample_sums_to_r2(name):
     model, X, y, w, result, _ = case(name)
     r2 = r2_score(y, model.predict(X), sample_weight=w)
     assert r2 > 0.3
-    assert abs(result.importances.sum() - r2) < ATOL
-    assert abs(result.r2_unattributed) < ATOL
+    assert abs(result.shares.sum() - r2) < ATOL
+    assert abs(result.unattributed) < ATOL
 
 
 def test_decision_tree_routes_nan_rows():
@@ -349,12 +349,12 @@ def test_threads_and_chunks(name, monkeypatch):
     monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=2)
     np.testing.assert_array_equal(one.local, two.local)
-    np.testing.assert_array_equal(one.importances, two.importances)
+    np.testing.assert_array_equal(one.shares, two.shares)
     np.testing.assert_array_equal(one.std_errors, two.std_errors)
     np.testing.assert_array_equal(chunked.local, one.local)
-    np.testing.assert_allclose(chunked.importances, one.importances, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(chunked.shares, one.shares, rtol=0, atol=1e-13)
     np.testing.assert_allclose(chunked.std_errors, one.std_errors, rtol=1e-10, atol=1e-14)
-    assert chunked.r2 == one.r2
+    assert chunked.score == one.score
 
 
 @pytest.mark.parametrize("name", ["gradient-boosting", "random-forest"])
@@ -364,7 +364,7 @@ def test_unit_weights_equal_no_weights(name):
     ones = r2_decomposition(model, X, y, sample_weight=np.ones(len(y)), return_local=True)
     np.testing.assert_allclose(ones.local, plain.local, rtol=0, atol=1e-14)
     np.testing.assert_allclose(ones.std_errors, plain.std_errors, rtol=1e-12, atol=1e-15)
-    assert abs(ones.r2 - plain.r2) < 1e-14
+    assert abs(ones.score - plain.score) < 1e-14
 
 
 @pytest.mark.parametrize("name", ["gradient-boosting", "random-forest-weighted-heldout"])
@@ -377,21 +377,21 @@ def test_zero_weights_equal_dropping_rows(name):
     w[drop] = 0.0
     zeroed = r2_decomposition(model, X, y, sample_weight=w, return_local=True)
     kept = r2_decomposition(model, X[~drop], y[~drop], sample_weight=w[~drop])
-    np.testing.assert_allclose(zeroed.importances, kept.importances, rtol=0, atol=1e-13)
-    assert abs(zeroed.r2 - kept.r2) < 1e-13
-    assert abs(zeroed.r2_unattributed - kept.r2_unattributed) < 1e-13
+    np.testing.assert_allclose(zeroed.shares, kept.shares, rtol=0, atol=1e-13)
+    assert abs(zeroed.score - kept.score) < 1e-13
+    assert abs(zeroed.unattributed - kept.unattributed) < 1e-13
     np.testing.assert_allclose(zeroed.std_errors, kept.std_errors, rtol=1e-12)
     assert np.all(zeroed.local[drop] == 0)
     # and both agree with the reference on the kept rows
     local = reference_decomposition(to_ensemble(model), X[~drop], y[~drop], w[~drop])
-    np.testing.assert_allclose(kept.importances, local.sum(axis=0), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(kept.shares, local.sum(axis=0), rtol=0, atol=ATOL)
 
 
 def test_weights_change_the_result():
     """The weighted case is not accidentally equal to the unweighted one."""
     model, X, y, w, result, _ = case("decision-tree-weighted")
     plain = r2_decomposition(model, X, y)
-    assert np.abs(plain.importances - result.importances).max() > 1e-3
+    assert np.abs(plain.shares - result.shares).max() > 1e-3
 
 
 def _paths(ens):
@@ -432,7 +432,7 @@ def test_hand_built_ensemble(averaging):
     np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
     assert result.mode == ("symmetric" if averaging else "sequential")
     r2 = weighted_r2(y, reference.predict(ens, X)[:, 0], w)
-    assert abs(result.r2 - r2) < ATOL
+    assert abs(result.score - r2) < ATOL
 
 
 # --------------------------------------------------------------------------
@@ -448,8 +448,8 @@ def test_xgboost_early_stopping_uses_best_iteration_only():
                                atol=1e-5)
     # all trees would give another decomposition: the test can tell them apart
     all_trees = reference_decomposition(to_ensemble(model.get_booster()), X, y)
-    assert np.abs(all_trees.sum(axis=0) - result.importances).max() > 1e-3
-    np.testing.assert_allclose(result.importances, local.sum(axis=0), rtol=0, atol=ATOL)
+    assert np.abs(all_trees.sum(axis=0) - result.shares).max() > 1e-3
+    np.testing.assert_allclose(result.shares, local.sum(axis=0), rtol=0, atol=ATOL)
 
 
 def test_xgboost_base_score_far_from_mean():
@@ -470,8 +470,8 @@ def test_xgboost_base_score_far_from_mean():
     assert abs(np.mean(y)) < 1
     r2 = r2_score(y, model.predict(X))
     assert r2 > 0.3
-    assert abs(result.importances.sum() + result.r2_unattributed - r2) < 1e-5
-    np.testing.assert_allclose(result.importances, local.sum(axis=0), rtol=0, atol=ATOL)
+    assert abs(result.shares.sum() + result.unattributed - r2) < 1e-5
+    np.testing.assert_allclose(result.shares, local.sum(axis=0), rtol=0, atol=ATOL)
 
     # the constant terms, from the plain-Python value function
     n = len(y)
@@ -485,12 +485,12 @@ def test_xgboost_base_score_far_from_mean():
             constant += (residual - empty) ** 2 - residual ** 2
             residual -= reference.tree_value(ens, k, x, set(range(ens.n_features)))[0]
     expected_unattributed = -constant / q0
-    assert abs(result.r2_unattributed - expected_unattributed) < 1e-9
-    assert abs(result.r2_unattributed) > 1e-3  # the constant terms do not vanish here
+    assert abs(result.unattributed - expected_unattributed) < 1e-9
+    assert abs(result.unattributed) > 1e-3  # the constant terms do not vanish here
 
     # the naive decomposition (F_0 = mean(y)) is far off and loses the R^2
     naive = reference_decomposition(ens, X, y, initial=y.mean()).sum(axis=0)
-    assert np.abs(naive - result.importances).max() > 0.1
+    assert np.abs(naive - result.shares).max() > 0.1
     naive_total = 1.0 - np.sum((y - y.mean() - (model.predict(X) - 50.0)) ** 2) / q0
     assert abs(naive_total - r2) > 0.1
 

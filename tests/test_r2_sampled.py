@@ -36,7 +36,7 @@ def test_within_three_standard_errors_of_brute_force(name):
     result = sampled(name, seed=1, n_permutations=4)
     assert result.algorithm == "sampled" and exact.algorithm == "exact"
     reference = local.sum(axis=0)
-    assert np.all(np.abs(result.importances - reference) <= 3 * result.mc_std_errors + ATOL)
+    assert np.all(np.abs(result.shares - reference) <= 3 * result.mc_std_errors + ATOL)
     # the reported standard errors contain the Monte Carlo part
     assert np.all(result.std_errors + ATOL >= result.mc_std_errors)
 
@@ -48,7 +48,7 @@ def test_efficiency_is_exact(name):
     _, _, _, _, exact, local = case(name)
     result = sampled(name, seed=3)
     np.testing.assert_allclose(result.local.sum(axis=1), local.sum(axis=1), rtol=0, atol=ATOL)
-    assert abs(result.r2 - exact.r2) < ATOL
+    assert abs(result.score - exact.score) < ATOL
 
 
 def test_exact_when_trees_split_on_two_features():
@@ -69,12 +69,12 @@ def test_coverage_over_seeds():
     """~95% of |estimate - exact| < 1.96 Monte Carlo standard errors over many seeds."""
     X, y = make_data(1, n=40, p=5)
     model = RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0).fit(X, y)
-    exact = r2_decomposition(model, X, y, algorithm="exact").importances
+    exact = r2_decomposition(model, X, y, algorithm="exact").shares
     inside, inside_total, n = 0, 0, 0
     for seed in range(200):
         result = r2_decomposition(model, X, y, algorithm="sampled", random_state=seed,
                                   n_jobs=1)
-        error = np.abs(result.importances - exact)
+        error = np.abs(result.shares - exact)
         inside += int(np.sum(error < 1.96 * result.mc_std_errors))
         inside_total += int(np.sum(error < 1.96 * result.std_errors))
         n += error.size
@@ -88,13 +88,13 @@ def test_unbiased_mean_over_seeds():
     """The mean of many independent estimates approaches the exact values."""
     X, y = make_data(2, n=30, p=5)
     model = GradientBoostingRegressor(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
-    exact = r2_decomposition(model, X, y, algorithm="exact").importances
+    exact = r2_decomposition(model, X, y, algorithm="exact").shares
     runs = [r2_decomposition(model, X, y, algorithm="sampled", random_state=seed, n_jobs=1)
             for seed in range(100)]
-    mean = np.mean([r.importances for r in runs], axis=0)
+    mean = np.mean([r.shares for r in runs], axis=0)
     se = np.sqrt(np.mean([r.mc_std_errors ** 2 for r in runs], axis=0) / len(runs))
     assert np.all(np.abs(mean - exact) <= 4 * se + ATOL)
-    assert np.std([r.importances for r in runs], axis=0).max() > 0  # it does sample
+    assert np.std([r.shares for r in runs], axis=0).max() > 0  # it does sample
 
 
 def test_reproducible_across_threads_and_chunks(monkeypatch):
@@ -109,7 +109,7 @@ def test_reproducible_across_threads_and_chunks(monkeypatch):
                                return_local=True)
     np.testing.assert_allclose(chunked.local, one.local, rtol=0, atol=1e-15)
     other = r2_decomposition(model, X, y, algorithm="sampled", random_state=8, n_jobs=1)
-    assert np.abs(other.importances - one.importances).max() > 0
+    assert np.abs(other.shares - one.shares).max() > 0
 
 
 def test_more_permutations_less_noise():
@@ -118,7 +118,7 @@ def test_more_permutations_less_noise():
     many = r2_decomposition(model, X, y, algorithm="sampled", random_state=0, n_permutations=32)
     assert np.sum(many.mc_std_errors) < np.sum(few.mc_std_errors)
     one = r2_decomposition(model, X, y, algorithm="sampled", random_state=0, n_permutations=1)
-    assert np.all(np.isnan(one.mc_std_errors)) and np.all(np.isfinite(one.importances))
+    assert np.all(np.isnan(one.mc_std_errors)) and np.all(np.isfinite(one.shares))
     with pytest.raises(ValueError, match="n_permutations"):
         r2_decomposition(model, X, y, algorithm="sampled", n_permutations=0)
 
@@ -201,7 +201,7 @@ def test_auto_chooses_by_budget():
     assert cheap.algorithm == "sampled"
     forced = r2_decomposition(model, X, y, algorithm="exact", exact_budget=0)
     assert forced.algorithm == "exact"
-    np.testing.assert_array_equal(forced.importances, auto.importances)
+    np.testing.assert_array_equal(forced.shares, auto.shares)
     with pytest.raises(ValueError, match="algorithm"):
         r2_decomposition(model, X, y, algorithm="fast")
     with pytest.raises(ValueError, match="exact_budget"):
@@ -245,18 +245,18 @@ def test_max_samples_estimates_the_full_data():
     full = r2_decomposition(model, X, y, algorithm="exact")
     half = r2_decomposition(model, X, y, algorithm="exact", max_samples=0.5, random_state=0)
     assert half.n_rows_sampled == 200 and half.n_rows == 400
-    assert half.r2 == full.r2
+    assert half.score == full.score
     # standard errors of a subset of half the rows are about sqrt(2) larger
     assert np.all(half.std_errors > full.std_errors)
-    assert np.all(np.abs(half.importances - full.importances) <= 3 * half.std_errors)
+    assert np.all(np.abs(half.shares - full.shares) <= 3 * half.std_errors)
     runs = np.array([r2_decomposition(model, X, y, algorithm="exact", max_samples=100,
-                                      random_state=seed).importances for seed in range(60)])
+                                      random_state=seed).shares for seed in range(60)])
     # without-replacement subsets: unbiased for the full-data sums
     se = runs.std(axis=0, ddof=1) / np.sqrt(len(runs))
-    assert np.all(np.abs(runs.mean(axis=0) - full.importances) <= 4 * se)
+    assert np.all(np.abs(runs.mean(axis=0) - full.shares) <= 4 * se)
     same = r2_decomposition(model, X, y, algorithm="exact", max_samples=10_000)
     assert same.n_rows_sampled is None
-    np.testing.assert_array_equal(same.importances, full.importances)
+    np.testing.assert_array_equal(same.shares, full.shares)
     both = r2_decomposition(model, X, y, algorithm="sampled", max_samples=0.25, random_state=0)
     assert both.algorithm == "sampled" and both.n_rows_sampled == 100
     assert "of 400 rows" in str(both)
@@ -317,5 +317,5 @@ def test_rows_are_streamed_in_chunks(algorithm, monkeypatch):
     monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 128)
     chunked = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
     assert max(seen) <= 128 and sum(seen) == 600
-    np.testing.assert_allclose(chunked.importances, full.importances, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(chunked.shares, full.shares, rtol=0, atol=1e-13)
     np.testing.assert_allclose(chunked.std_errors, full.std_errors, rtol=1e-10, atol=1e-15)

@@ -186,7 +186,7 @@ def test_classifier_tests_on_d2():
     X = X[:, :6]
     selector = ShapleyR2Importance(DecisionTreeClassifier(max_depth=3, random_state=0),
                                    threshold="fdr", cv=3, n_jobs=1).fit(X, y)
-    assert selector.score_ == "d2_brier"
+    assert selector.score_name_ == "d2_brier"
     assert selector.decomposition_.score == "d2_brier"
     assert selector.get_support().any() and np.all(np.isfinite(selector.scores_))
 
@@ -353,12 +353,12 @@ def test_classifier_pipeline_grid_search_and_plot():
     search = GridSearchCV(pipe, {"shapleyr2rfecv__selection_rule": ["one_se", "best"]},
                           cv=2).fit(X, y)
     fitted = search.best_estimator_[0]
-    assert fitted.score_ == "d2_brier"
+    assert fitted.score_name_ == "d2_brier"
     assert set(fitted.get_feature_names_out()) <= set(X.columns)
     np.testing.assert_array_equal(fitted.cv_results_["n_features"], [1, 2, 4, 6, 8])
     scored = ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0), cv=3,
                             scoring="roc_auc", n_jobs=1).fit(X, y)
-    assert scored.score_ == "roc_auc" and scored.cv_results_["mean_test_score"].max() > 0.8
+    assert scored.score_name_ == "roc_auc" and scored.cv_results_["mean_test_score"].max() > 0.8
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     ax = scored.plot()

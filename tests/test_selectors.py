@@ -48,12 +48,12 @@ def test_fit_sets_the_decomposition(diabetes):
     X, y = diabetes
     selector = ShapleyR2Importance(GradientBoostingRegressor(max_depth=2, random_state=0)).fit(X, y)
     result = r2_decomposition(selector.estimator_, X, y)
-    np.testing.assert_array_equal(selector.feature_importances_, result.importances)
-    np.testing.assert_array_equal(selector.importances_std_, result.std_errors)
-    assert selector.r2_ == pytest.approx(1 - np.sum((y - selector.estimator_.predict(X)) ** 2)
+    np.testing.assert_array_equal(selector.feature_importances_, result.shares)
+    np.testing.assert_array_equal(selector.std_errors_, result.std_errors)
+    assert selector.score_ == pytest.approx(1 - np.sum((y - selector.estimator_.predict(X)) ** 2)
                                          / np.sum((y - y.mean()) ** 2))
-    assert selector.r2_unattributed_ == pytest.approx(
-        selector.r2_ - selector.feature_importances_.sum())
+    assert selector.unattributed_ == pytest.approx(
+        selector.score_ - selector.feature_importances_.sum())
     assert list(selector.feature_names_in_) == list(X.columns)
     assert selector.threshold_ == pytest.approx(selector.feature_importances_.mean())
     support = selector.get_support()
@@ -108,7 +108,7 @@ def test_prefit_and_frozen_use_the_model_as_is(diabetes):
                      ShapleyR2Importance(FrozenEstimator(model))):
         selector.fit(X[300:], y[300:])
         assert selector.estimator_ is model
-        np.testing.assert_allclose(selector.feature_importances_, held_out.importances)
+        np.testing.assert_allclose(selector.feature_importances_, held_out.shares)
     with pytest.raises(Exception, match="not fitted"):
         ShapleyR2Importance(DecisionTreeRegressor(), prefit=True).fit(X, y)
 
@@ -122,12 +122,12 @@ def test_cross_fitted_importances(diabetes):
     for train, test in cv.split(X, y):
         fitted = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X.iloc[train], y.iloc[train])
         fold = r2_decomposition(fitted, X.iloc[test], y.iloc[test], return_local=True)
-        folds.append(fold.importances)
+        folds.append(fold.shares)
         terms[test] = len(test) * fold.local  # the fold's share is their mean over its rows
-    np.testing.assert_allclose(selector.cv_importances_, folds)
+    np.testing.assert_allclose(selector.cv_shares_, folds)
     # the held-out rows of all folds pooled (DESIGN.md section 7)
     np.testing.assert_allclose(selector.feature_importances_, terms.mean(axis=0), atol=1e-14)
-    np.testing.assert_allclose(selector.importances_std_,
+    np.testing.assert_allclose(selector.std_errors_,
                                terms.std(axis=0, ddof=1) / np.sqrt(len(X)), atol=1e-14)
     np.testing.assert_allclose(selector.decomposition_.local.sum(axis=0),
                                selector.feature_importances_, atol=1e-14)
@@ -177,12 +177,12 @@ def test_same_selection_as_select_from_model_on_the_same_scores(diabetes):
 def test_local_r2_and_decompose(diabetes):
     X, y = diabetes
     selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
-    local = selector.local_r2(X, y)
+    local = selector.local_shares(X, y)
     assert local.shape == X.shape
     np.testing.assert_allclose(local.sum(axis=0), selector.feature_importances_, atol=1e-12)
     result = selector.decompose(X, y)
     frame = result.to_frame()
-    assert list(frame.index) == list(np.asarray(X.columns)[np.argsort(-result.importances,
+    assert list(frame.index) == list(np.asarray(X.columns)[np.argsort(-result.shares,
                                                                        kind="mergesort")])
     assert "unattributed" in str(result)
 
@@ -199,7 +199,7 @@ def test_other_losses_are_refused_and_classifiers_decomposed():
     classifier = GradientBoostingClassifier(n_estimators=5)
     for method in ("auto", "qshap"):
         fitted = ShapleyR2Importance(classifier, method=method).fit(X, y > 0)
-        assert (fitted.method_, fitted.score_) == ("qshap", "d2_log_loss")
+        assert (fitted.method_, fitted.score_name_) == ("qshap", "d2_log_loss")
     with pytest.raises(UnsupportedModelError, match="classifier"):
         ShapleyR2Importance(classifier, method="shapflex").fit(X, y > 0)
 
@@ -215,7 +215,7 @@ def test_plot_draws_bars(diabetes):
     ax = result.plot()
     assert len(ax.patches) == X.shape[1]
     widths = sorted(p.get_width() for p in ax.patches)
-    np.testing.assert_allclose(widths, np.sort(result.importances))
+    np.testing.assert_allclose(widths, np.sort(result.shares))
 
 
 def _factorial_design(n_features, repeats=3):

@@ -44,10 +44,10 @@ def reference_shapflex(phi, yhat, y):
 def assert_matches_reference(result, phi, yhat, y, rtol=1e-10):
     shares, r2, sigma_unique = reference_shapflex(phi, yhat, y)
     assert result.method == "shapflex"
-    np.testing.assert_allclose(result.importances, shares, rtol=rtol, atol=1e-14)
-    assert result.r2 == pytest.approx(r2, rel=rtol)
+    np.testing.assert_allclose(result.shares, shares, rtol=rtol, atol=1e-14)
+    assert result.score == pytest.approx(r2, rel=rtol)
     assert result.sigma_unique == pytest.approx(sigma_unique, rel=rtol)
-    assert result.importances.sum() == pytest.approx(result.r2, rel=1e-12)
+    assert result.shares.sum() == pytest.approx(result.score, rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_xgboost_model_against_pred_contribs(diabetes):
     # XGBoost's contributions are float32
     assert_matches_reference(result, phi, yhat, y.to_numpy(), rtol=1e-5)
     selector = ShapleyR2Importance(model, prefit=True, method="shapflex").fit(X, y)
-    np.testing.assert_array_equal(selector.feature_importances_, result.importances)
+    np.testing.assert_array_equal(selector.feature_importances_, result.shares)
     assert selector.sigma_unique_ == result.sigma_unique
 
 
@@ -179,11 +179,11 @@ def test_user_callable(knn_data):
     with_base = shapflex_decomposition(
         model, X, y, shap_values=lambda est, rows: np.column_stack(
             [baseline_shapley(est, rows), est.predict(rows) - baseline_shapley(est, rows).sum(1)]))
-    np.testing.assert_allclose(with_base.importances, result.importances, rtol=1e-12)
+    np.testing.assert_allclose(with_base.shares, result.shares, rtol=1e-12)
     selector = ShapleyR2Importance(KNeighborsRegressor(n_neighbors=7),
                                    shap_values=baseline_shapley).fit(X, y)
     assert selector.method_ == "shapflex"
-    np.testing.assert_allclose(selector.feature_importances_, result.importances, rtol=1e-12)
+    np.testing.assert_allclose(selector.feature_importances_, result.shares, rtol=1e-12)
 
 
 def test_callable_overrides_the_tree_kernel_with_method_shapflex(diabetes):
@@ -227,15 +227,15 @@ def test_no_feature_helps_gives_zero_shares(knn_data):
     with pytest.warns(UserWarning, match="no better than its mean"):
         result = shapflex_decomposition(model, X, y)
     np.testing.assert_array_equal(result.residual_variance_ratios, np.ones(4))
-    np.testing.assert_array_equal(result.importances, np.zeros(4))
-    assert result.r2 > 0 and result.r2_unattributed == result.r2
+    np.testing.assert_array_equal(result.shares, np.zeros(4))
+    assert result.score > 0 and result.unattributed == result.score
     assert np.isnan(result.sigma_unique)
     # a constant model: every SHAP value is zero
     with pytest.warns(UserWarning, match="no better than its mean"):
         constant = shapflex_decomposition(DummyRegressor().fit(X, y), X, y,
                                           shap_values=lambda est, rows: np.zeros(rows.shape))
-    np.testing.assert_array_equal(constant.importances, np.zeros(4))
-    assert constant.r2 == 0.0 and np.isnan(constant.sigma_unique)
+    np.testing.assert_array_equal(constant.shares, np.zeros(4))
+    assert constant.score == 0.0 and np.isnan(constant.sigma_unique)
 
 
 def test_sigma_unique_is_undefined_where_the_model_is_worse_than_the_mean():
@@ -262,8 +262,8 @@ def test_feature_whose_removal_lowers_the_error_gets_zero():
     result = shapflex_decomposition(model, X, y)
     phi = model.coef_ * (X - X.mean(axis=0))
     assert_matches_reference(result, phi, model.predict(X), y)
-    assert result.residual_variance_ratios[1] == 1.0 and result.importances[1] == 0.0
-    assert result.importances[0] > 0
+    assert result.residual_variance_ratios[1] == 1.0 and result.shares[1] == 0.0
+    assert result.shares[0] > 0
 
 
 def test_constant_y_is_refused(knn_data):
@@ -278,7 +278,7 @@ def test_sample_weight_is_row_repetition(knn_data):
     weight = np.arange(len(X)) % 3
     weighted = shapflex_decomposition(model, X, y, sample_weight=weight)
     repeated = shapflex_decomposition(model, np.repeat(X, weight, axis=0), np.repeat(y, weight))
-    np.testing.assert_allclose(weighted.importances, repeated.importances, rtol=1e-10)
+    np.testing.assert_allclose(weighted.shares, repeated.shares, rtol=1e-10)
     assert weighted.sigma_unique == pytest.approx(repeated.sigma_unique, rel=1e-10)
 
 
@@ -309,7 +309,7 @@ def test_method_resolution(diabetes):
     tree.fit(X, y)
     assert tree.method_ == "shapflex" and tree.decomposition_.mode == "tree"
     with pytest.raises(ValueError, match="qshap"):
-        tree.local_r2(X, y)
+        tree.local_shares(X, y)
 
 
 def test_a_refused_tree_model_keeps_its_reason(diabetes):
@@ -327,7 +327,7 @@ def test_a_refused_tree_model_keeps_its_reason(diabetes):
     result = shapflex_decomposition(fitted, X, y, shap_values=lambda est, rows: np.column_stack(
         [phi, fitted.predict(rows)]))
     assert result.mode == "callable"
-    np.testing.assert_array_equal(result.importances, np.zeros(X.shape[1]))
+    np.testing.assert_array_equal(result.shares, np.zeros(X.shape[1]))
 
 
 def test_sample_weight_reaches_the_final_step_of_a_pipeline(diabetes):
@@ -341,7 +341,7 @@ def test_sample_weight_reaches_the_final_step_of_a_pipeline(diabetes):
     unweighted = clone(pipeline).fit(X, y)
     assert not np.allclose(expected_model[-1].coef_, unweighted[-1].coef_)
     expected = shapflex_decomposition(expected_model, X, y, sample_weight=weight)
-    np.testing.assert_allclose(selector.feature_importances_, expected.importances, rtol=1e-12)
+    np.testing.assert_allclose(selector.feature_importances_, expected.shares, rtol=1e-12)
 
 
 def test_lightgbm_linear_leaves_use_the_piecewise_kernel(diabetes):
@@ -368,10 +368,10 @@ def test_cross_fitted_shapflex(diabetes):
     for train, test in cv.split(X, y):
         fitted = Ridge(alpha=0.5).fit(X.iloc[train], y.iloc[train])
         result = shapflex_decomposition(fitted, X.iloc[test], y.iloc[test])
-        folds.append(result.importances)
+        folds.append(result.shares)
         sigma.append(result.sigma_unique)
     assert selector.method_ == "shapflex"
-    np.testing.assert_allclose(selector.cv_importances_, folds)
+    np.testing.assert_allclose(selector.cv_shares_, folds)
     assert selector.sigma_unique_ == pytest.approx(np.mean(sigma))
 
 
@@ -389,7 +389,7 @@ def test_pipeline_grid_search_pandas_output_and_report(diabetes):
     text = str(selector.decomposition_)
     assert "Gelman R2" in text and "sigma_unique" in text
     frame = selector.decomposition_.to_frame()
-    assert frame["r2"].iloc[0] == selector.feature_importances_.max()
+    assert frame["share"].iloc[0] == selector.feature_importances_.max()
 
 
 def test_shap_package_explanation_through_the_callable(diabetes):
@@ -400,7 +400,7 @@ def test_shap_package_explanation_through_the_callable(diabetes):
     theirs = shapflex_decomposition(
         model, X, y, shap_values=lambda est, rows: shap.LinearExplainer(est, rows)(rows))
     assert theirs.mode == "callable"
-    np.testing.assert_allclose(theirs.importances, ours.importances, rtol=1e-9)
+    np.testing.assert_allclose(theirs.shares, ours.shares, rtol=1e-9)
 
 
 def test_early_stopped_xgboost_uses_the_trees_it_predicts_with(diabetes):

@@ -59,24 +59,27 @@ def test_readme_commands_are_run_verbatim_by_ci():
     assert ci.index(commands[0]) < ci.index(commands[1])
 
 
-def test_readme_first_python_block_runs_without_pandas():
-    block = readme_blocks("python")[0]
+def test_readme_array_block_runs_without_pandas():
+    """The README's blocks on arrays run on the bare install (no pandas)."""
+    (block,) = [b for b in readme_blocks("python") if "from sklearn_r2shap import shap_values" in b]
+    assert "as_frame" not in block
     out = run_bare(block + "\nprint('DONE', type(X).__name__)")
-    assert "model R2" in out and "DONE ndarray" in out
+    assert "(442, 11) True" in out and "DONE ndarray" in out
 
 
 def test_main_command_without_pandas_explains_and_ranks():
     out = run_bare("import runpy\nrunpy.run_module('sklearn_r2shap', run_name='__main__')",
                    "--n-estimators", "30", "--folds", "3")
-    for phrase in ("std.err: standard error of R2_j over the rows",
+    for phrase in ("std.err: standard error of the share over the rows",
                    "std.err: standard deviation of the 3 fold values / sqrt(3)",
-                   "A negative R2_j means", "held-out", "share: R2_j / model R2"):
+                   "A negative share means", "held-out", "% of R2: share / score",
+                   "learning_rate=0.05"):
         assert phrase in out, phrase
     # "selected" lists features in the order of the cross-fitted table
     cross_fitted = out.split("2. Cross-fitted")[1]
     table = [line.split()[0] for line in cross_fitted.splitlines()[3:]
              if re.match(r"^\w+\s+-?\d\.\d{4}\s", line)
-             and line.split()[0] not in ("sum", "unattributed", "model")]
+             and line.split()[0] not in ("sum", "unattributed", "score")]
     selected = out.rsplit(": ", 1)[1].strip().split(", ")
     assert selected == table[:len(selected)], (selected, table)
 
@@ -94,9 +97,9 @@ def _decomposition():
 
 def test_str_explains_the_columns():
     text = str(_decomposition())
-    assert "std.err: standard error of R2_j over the 442 rows" in text
-    assert "A negative R2_j means the feature makes the fit" in text
-    assert "share = R2_j / model R2" in text
+    assert "std.err: standard error of the share over the 442 rows" in text
+    assert "A negative share means the feature makes the fit" in text
+    assert "% of R2 = share / score" in text
 
 
 def test_plot_names_the_model_and_the_error_bars():
@@ -113,9 +116,9 @@ def test_plot_names_the_model_and_the_error_bars():
     from matplotlib.container import BarContainer
 
     (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
-    order = np.argsort(-result.importances, kind="mergesort")[::-1]
+    order = np.argsort(-result.shares, kind="mergesort")[::-1]
     widths = [patch.get_width() for patch in bars.patches]
-    np.testing.assert_allclose(widths, result.importances[order])
+    np.testing.assert_allclose(widths, result.shares[order])
     (segments,) = [lines.get_segments() for lines in bars.errorbar.lines[2]]
     half_widths = [(segment[1][0] - segment[0][0]) / 2 for segment in segments]
     np.testing.assert_allclose(half_widths, result.std_errors[order])

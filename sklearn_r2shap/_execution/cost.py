@@ -45,7 +45,7 @@ SAMPLED_SECONDS_PER_NODE_PREFIX = 5.5e-10
 DEFAULT_EXACT_BUDGET = 120.0
 
 
-@dataclass
+@dataclass(repr=False)
 class CostEstimate:
     """Estimated cost of an R^2 decomposition (the result of :func:`estimate_cost`).
 
@@ -80,6 +80,37 @@ class CostEstimate:
                 f"{self.n_threads} thread(s): exact ~{format_seconds(self.exact_seconds)}, "
                 f"sampled ({self.n_permutations} permutation pairs) "
                 f"~{format_seconds(self.sampled_seconds)} (estimates)")
+
+    def _lines(self):
+        return [
+            f"CostEstimate: R^2 / D^2 decomposition of {self.n_rows} rows, {self.n_trees} trees, "
+            f"{self.n_threads} thread(s)",
+            f"{'algorithm':<10} {'seconds':>9} {'operations':>11}",
+            f"{'exact':<10} {format_seconds(self.exact_seconds):>9} "
+            f"{self.exact_operations:>11.3g}",
+            f"{'sampled':<10} {format_seconds(self.sampled_seconds):>9} "
+            f"{self.sampled_operations:>11.3g}   ({self.n_permutations} permutation pairs)",
+            "(estimates, within a factor of a few)",
+        ]
+
+    def __repr__(self):
+        return "\n".join(self._lines())
+
+    def _repr_html_(self):
+        import html
+
+        head, _, exact, sampled, note = self._lines()
+        rows = "".join(
+            f"<tr><th style=\"text-align:left\">{name}</th>"
+            f"<td style=\"text-align:right\">{format_seconds(seconds)}</td>"
+            f"<td style=\"text-align:right\">{operations:.3g}</td></tr>"
+            for name, seconds, operations in (
+                ("exact", self.exact_seconds, self.exact_operations),
+                (f"sampled ({self.n_permutations} permutation pairs)", self.sampled_seconds,
+                 self.sampled_operations)))
+        return (f"<div><table><caption style=\"text-align:left\">{html.escape(head)}</caption>"
+                "<thead><tr><th>algorithm</th><th>seconds</th><th>operations</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table><small>{html.escape(note)}</small></div>")
 
 
 def format_seconds(seconds):

@@ -292,12 +292,12 @@ class _BlockWork:
         if names is None:
             names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
         return R2Decomposition(
-            importances=sums, std_errors=std_errors, r2=r2,
-            r2_unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
+            shares=sums, std_errors=std_errors, score=r2,
+            unattributed=r2 - float(sums.sum()), feature_names=np.asarray(names, dtype=object),
             mode="symmetric" if self.symmetric else "sequential", n_rows=n_rows, local=local,
             model_name=self.ensemble.model_type or None, algorithm=self.algorithm,
             mc_std_errors=mc_std_errors, n_rows_sampled=None if n_used == n_rows else n_used,
-            score=self.loss.score, power=self.loss.power,
+            score_name=self.loss.score, power=self.loss.power,
         )
 
 

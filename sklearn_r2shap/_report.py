@@ -1,0 +1,150 @@
+"""Readable results: the shares table (text and HTML) and the deprecated names.
+
+:class:`~sklearn_r2shap.R2Decomposition`, :class:`~sklearn_r2shap.CostEstimate`
+and ``python -m sklearn_r2shap`` print their numbers through the functions
+here, so a share is called a share, and the model's R^2 or D^2 its score,
+wherever a user reads them (``doc/glossary.rst``).
+"""
+import html
+import warnings
+
+import numpy as np
+
+__all__ = ["shares_table", "shares_html", "deprecated_alias", "ScoreValue"]
+
+#: rows of a table before it is truncated (repr); ``str`` shows every feature
+MAX_ROWS = 20
+
+
+def score_short(score_name):
+    """"R2" for R^2, "D2" for every D^2 (table headers)."""
+    return "R2" if score_name == "r2" else "D2"
+
+
+def _rows(names, shares, std_errors, score, max_rows):
+    """(name, share, std.err or None, fraction) by decreasing share; the hidden count."""
+    order = np.argsort(-np.asarray(shares, dtype=float), kind="mergesort")
+    hidden = 0
+    if max_rows is not None and len(order) > max_rows:
+        hidden = len(order) - max_rows
+        order = order[:max_rows]
+    rows = []
+    for j in order:
+        error = None if std_errors is None or not np.isfinite(std_errors[j]) else std_errors[j]
+        fraction = shares[j] / score if score else np.nan
+        rows.append((str(names[j]), float(shares[j]), error, fraction))
+    return rows, hidden
+
+
+def shares_table(names, shares, std_errors, score, unattributed, score_name="r2", *,
+                 max_rows=None, score_label=None):
+    """The shares table as text lines: feature, share, std.err, % of the score.
+
+    Features by decreasing share, then the sum of the shares, the
+    unattributed part and the model's score (they add up: sum + unattributed
+    = score). With ``max_rows``, only the largest ``max_rows`` shares are
+    listed and one line says how many are left out (the sum is over all).
+    """
+    short = score_short(score_name)
+    width = max([12] + [len(str(n)) for n in names])
+    rows, hidden = _rows(names, shares, std_errors, score, max_rows)
+    lines = [f"{'feature':<{width}} {'share':>9} {'std.err':>9} {'% of ' + short:>8}"]
+    for name, share, error, fraction in rows:
+        error = "" if error is None else f"{error:.4f}"
+        lines.append(f"{name:<{width}} {share:>9.4f} {error:>9} {fraction:>8.1%}")
+    if hidden:
+        lines.append(f"{f'... {hidden} more features (smaller shares)':<{width}}")
+    lines.append(f"{'sum':<{width}} {float(np.sum(shares)):>9.4f}")
+    lines.append(f"{'unattributed':<{width}} {unattributed:>9.4f}")
+    label = f"   {score_label}" if score_label and score_name != "r2" else ""
+    lines.append(f"{'score (' + short + ')':<{width}} {score:>9.4f}{label}")
+    return lines
+
+
+def shares_html(caption, names, shares, std_errors, score, unattributed, score_name="r2", *,
+                max_rows=MAX_ROWS, notes=()):
+    """The shares table as an HTML table (notebooks' ``_repr_html_``)."""
+    short = score_short(score_name)
+    rows, hidden = _rows(names, shares, std_errors, score, max_rows)
+    cell = '<td style="text-align:right">{}</td>'
+    body = []
+    for name, share, error, fraction in rows:
+        body.append("<tr><th style=\"text-align:left\">{}</th>{}{}{}</tr>".format(
+            html.escape(name), cell.format(f"{share:.4f}"),
+            cell.format("" if error is None else f"{error:.4f}"),
+            cell.format(f"{fraction:.1%}")))
+    if hidden:
+        body.append(f'<tr><td colspan="4"><i>... {hidden} more features (smaller shares)'
+                    "</i></td></tr>")
+    for label, value in (("sum", float(np.sum(shares))), ("unattributed", unattributed),
+                         (f"score ({short})", score)):
+        body.append(f'<tr><th style="text-align:left">{label}</th>'
+                    f"{cell.format(f'{value:.4f}')}<td></td><td></td></tr>")
+    notes_html = "".join(f"<br><small>{html.escape(note)}</small>" for note in notes)
+    return ("<div><table>"
+            f"<caption style=\"text-align:left\">{html.escape(caption)}</caption>"
+            "<thead><tr><th>feature</th><th>share</th><th>std.err</th>"
+            f"<th>% of {short}</th></tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>{notes_html}</div>")
+
+
+def deprecated_alias(old, new, version="0.3"):
+    """A read-only property ``old`` that returns ``new`` with a FutureWarning.
+
+    scikit-learn's deprecation cycle: the old name works for one release
+    (it is removed in ``version``) and says what to use instead.
+    """
+
+    def getter(self):
+        value = getattr(self, new)  # AttributeError (not fitted) before any warning
+        warnings.warn(f"{old!r} was renamed {new!r} in 0.2 and will be removed in {version}; "
+                      f"use {new!r} (see the glossary in the documentation).",
+                      FutureWarning, stacklevel=2)
+        return value
+
+    getter.__doc__ = f"Deprecated alias of ``{new}`` (removed in {version})."
+    return property(getter)
+
+
+class ScoreValue(float):
+    """The model's score (a float) that still compares equal to its old name.
+
+    Up to 0.1, ``score`` / ``score_`` held the *name* of the score ("r2",
+    "d2_log_loss", ...), which is now ``score_name`` / ``score_name_``, and
+    ``score`` holds the value that ``r2`` held. For one release, comparing
+    the value with a string compares the name instead, with a FutureWarning,
+    so that ``result.score == "d2_log_loss"`` does not silently turn False.
+    """
+
+    def __new__(cls, value, name, attribute="score", name_attribute="score_name"):
+        self = super().__new__(cls, value)
+        self._name = name
+        self._attribute = attribute
+        self._name_attribute = name_attribute
+        return self
+
+    def _warn(self):
+        warnings.warn(
+            f"{self._attribute!r} is now the score's value (a float); its name "
+            f"({self._name!r}) is {self._name_attribute!r}. Comparing the value with a "
+            "string compares the name until 0.3.", FutureWarning, stacklevel=3)
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            self._warn()
+            return self._name == other
+        return float(self) == other
+
+    def __ne__(self, other):
+        if isinstance(other, str):
+            self._warn()
+            return self._name != other
+        return float(self) != other
+
+    __hash__ = float.__hash__
+
+    def __repr__(self):
+        return float.__repr__(float(self))
+
+    def __reduce__(self):
+        return (ScoreValue, (float(self), self._name, self._attribute, self._name_attribute))

@@ -1,0 +1,146 @@
+"""One name per quantity (issue 24, items 6 and 7): the deprecated aliases and
+the readable repr of the results."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes, make_classification
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.tree import DecisionTreeRegressor
+
+from sklearn_r2shap import ShapleyR2Importance, estimate_cost, r2_decomposition
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = load_diabetes(return_X_y=True)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    return model, X, y
+
+
+@pytest.fixture(scope="module")
+def result(regression):
+    model, X, y = regression
+    return r2_decomposition(model, X, y)
+
+
+@pytest.mark.parametrize("old, new", [
+    ("importances", "shares"), ("r2", "score"), ("r2_unattributed", "unattributed"),
+])
+def test_decomposition_aliases_warn_and_return_the_new_value(result, old, new):
+    with pytest.warns(FutureWarning, match=f"'{old}' was renamed '{new}'"):
+        value = getattr(result, old)
+    np.testing.assert_array_equal(value, getattr(result, new))
+
+
+def test_new_names_do_not_warn(result, regression):
+    model, X, y = regression
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = r2_decomposition(model, X, y)
+        assert fresh.score_name == "r2"
+        total = fresh.shares.sum() + fresh.unattributed
+        assert abs(total - fresh.score) < 1e-12
+        repr(fresh), str(fresh), fresh._repr_html_()
+
+
+def test_score_holds_the_value_and_string_comparison_compares_the_old_name(result, regression):
+    model, X, y = regression
+    assert isinstance(result.score, float)
+    assert abs(result.score - model.score(X, y)) < 1e-12  # R^2 of the model
+    with pytest.warns(FutureWarning, match="score_name"):
+        assert result.score == "r2"
+    with pytest.warns(FutureWarning, match="score_name"):
+        assert result.score != "d2_log_loss"
+    assert result.score == float(result.score)
+    assert pickle.loads(pickle.dumps(result.score)) == float(result.score)
+
+
+@pytest.fixture(scope="module")
+def selectors():
+    X, y = load_diabetes(return_X_y=True)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0)
+    return (ShapleyR2Importance(model).fit(X, y), ShapleyR2Importance(model, cv=3).fit(X, y),
+            X, y)
+
+
+@pytest.mark.parametrize("old, new, cross_fitted", [
+    ("importances_std_", "std_errors_", False), ("r2_", "score_", False),
+    ("r2_unattributed_", "unattributed_", False), ("cv_importances_", "cv_shares_", True),
+])
+def test_selector_aliases(selectors, old, new, cross_fitted):
+    selector = selectors[1] if cross_fitted else selectors[0]
+    with pytest.warns(FutureWarning, match=f"'{old}' was renamed '{new}'"):
+        value = getattr(selector, old)
+    np.testing.assert_array_equal(value, getattr(selector, new))
+
+
+def test_selector_score_and_local_shares_alias(selectors):
+    selector, _, X, y = selectors
+    assert selector.score_name_ == "r2"
+    np.testing.assert_allclose(selector.feature_importances_.sum() + selector.unattributed_,
+                               selector.score_, rtol=0, atol=1e-12)
+    with pytest.warns(FutureWarning, match="score_name_"):
+        assert selector.score_ == "r2"
+    with pytest.warns(FutureWarning, match="'local_r2' was renamed 'local_shares'"):
+        old = selector.local_r2(X[:50], y[:50])
+    np.testing.assert_array_equal(old, selector.local_shares(X[:50], y[:50]))
+
+
+def test_aliases_of_an_unfitted_selector_raise_attribute_error_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not hasattr(ShapleyR2Importance(), "r2_")
+
+
+def test_repr_is_the_shares_table(result):
+    text = repr(result)
+    assert "array(" not in text
+    lines = text.splitlines()
+    assert lines[0].startswith("R2Decomposition: exact Shapley shares of the R^2")
+    assert lines[1].split() == ["feature", "share", "std.err", "%", "of", "R2"]
+    # features by decreasing share, as many as there are
+    listed = [line.split()[0] for line in lines[2:2 + len(result.shares)]]
+    order = np.argsort(-result.shares, kind="mergesort")
+    assert listed == [str(result.feature_names[j]) for j in order]
+    values = [float(line.split()[1]) for line in lines[2:2 + len(result.shares)]]
+    np.testing.assert_allclose(values, result.shares[order], atol=5e-5)
+    assert lines[-1].split()[:2] == ["score", "(R2)"]
+    assert abs(float(lines[-1].split()[2]) - result.score) < 5e-5
+    html = result._repr_html_()
+    assert html.startswith("<div><table>") and "share" in html and "std.err" in html
+
+
+def test_repr_is_truncated_for_many_features():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 45))
+    y = X[:, :5].sum(axis=1) + rng.normal(size=300)
+    model = DecisionTreeRegressor(max_depth=8, random_state=0).fit(X, y)
+    result = r2_decomposition(model, X, y)
+    text = repr(result)
+    assert "... 25 more features" in text
+    assert len(text.splitlines()) == 1 + 1 + 20 + 1 + 3
+    assert len(str(result).splitlines()) > 45  # str shows every feature
+    assert "25 more features" in result._repr_html_()
+    # the sum line is over all features, not only those listed
+    assert abs(float(text.splitlines()[-3].split()[1]) - result.shares.sum()) < 5e-5
+
+
+def test_classifier_table_names_d2():
+    X, y = make_classification(n_samples=200, n_features=4, random_state=0)
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X, y)
+    result = r2_decomposition(model, X, y)
+    assert result.score_name == "d2_log_loss"
+    text = repr(result)
+    assert "% of D2" in text and "score (D2)" in text and "D^2 (log-loss)" in text
+
+
+def test_cost_estimate_repr(regression):
+    model, X, _ = regression
+    cost = estimate_cost(model, X)
+    text = repr(cost)
+    assert text.startswith("CostEstimate: R^2 / D^2 decomposition of 442 rows, 1 trees")
+    assert "CostEstimate(" not in text and "np.float64" not in text
+    assert [line.split()[0] for line in text.splitlines()[2:4]] == ["exact", "sampled"]
+    assert "<table>" in cost._repr_html_()
