@@ -61,8 +61,8 @@ pipeline = Pipeline([
 # The Pipeline's steps transform the held-out rows once; the shares are those
 # of its last step, on the columns named by ``get_feature_names_out``.
 per_column = r2_decomposition(pipeline, X_test, y_test)
-print(f"held-out R^2 = {per_column.r2:.3f}, unattributed {per_column.r2_unattributed:+.2e}")
-print(pd.Series(per_column.importances, per_column.feature_names).round(4).to_string(), "\n")
+print(f"held-out R^2 = {per_column.score:.3f}, unattributed {per_column.unattributed:+.2e}")
+print(pd.Series(per_column.shares, per_column.feature_names).round(4).to_string(), "\n")
 
 # %%
 # 2. R^2 shares of the original columns
@@ -71,9 +71,9 @@ print(pd.Series(per_column.importances, per_column.feature_names).round(4).to_st
 # came from. The share of "age band" is the Shapley value of the game in which
 # its four one-hot columns join or leave together.
 per_input = r2_decomposition(pipeline, X_test, y_test, groups="input")
-shares = pd.DataFrame({"share": per_input.importances, "std error": per_input.std_errors},
+shares = pd.DataFrame({"share": per_input.shares, "std error": per_input.std_errors},
                       index=per_input.feature_names).sort_values("share")
-one_hot_sum = {c: per_column.importances[[n.startswith(f"cat__{c}_")
+one_hot_sum = {c: per_column.shares[[n.startswith(f"cat__{c}_")
                                           for n in per_column.feature_names]].sum()
                for c in categorical}
 print(shares.round(4).to_string())
@@ -85,7 +85,7 @@ fig, ax = plt.subplots(figsize=(6, 4))
 ax.barh(shares.index, shares["share"], xerr=2 * shares["std error"], color="tab:blue")
 ax.axvline(0, color="black", lw=0.8)
 ax.set_xlabel("share of the held-out R$^2$ (± 2 standard errors)")
-ax.set_title(f"Pipeline R$^2$ = {per_input.r2:.3f}, per original column")
+ax.set_title(f"Pipeline R$^2$ = {per_input.score:.3f}, per original column")
 fig.tight_layout()
 
 # %%

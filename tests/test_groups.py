@@ -261,12 +261,12 @@ def test_r2_decomposition_of_groups_against_enumeration():
         result = r2_decomposition(model, X, y, groups=groups, return_local=True)
         want = reference_group_r2(to_ensemble(model), X, y, players)
         assert np.abs(want).max() > 1e-3
-        np.testing.assert_allclose(result.importances, want, atol=1e-10,
+        np.testing.assert_allclose(result.shares, want, atol=1e-10,
                                    err_msg=type(model).__name__)
         assert list(result.feature_names) == ["a", "b", "x2"]
         assert result.local.shape == (80, 3)
-        np.testing.assert_allclose(result.importances.sum() + result.r2_unattributed,
-                                   result.r2, atol=1e-12)
+        np.testing.assert_allclose(result.shares.sum() + result.unattributed,
+                                   result.score, atol=1e-12)
 
 
 def test_r2_decomposition_groups_input_on_pipeline():
@@ -280,9 +280,9 @@ def test_r2_decomposition_groups_input_on_pipeline():
     explicit = {c: [n for n in names if n.split("__")[1].startswith(c)]
                 for c in ["colour", "shape", "size", "weight"]}
     np.testing.assert_array_equal(
-        result.importances, r2_decomposition(pipeline, X, y, groups=explicit).importances)
-    np.testing.assert_allclose(result.importances.sum(),
-                               r2_decomposition(pipeline, X, y).importances.sum(), atol=1e-12)
+        result.shares, r2_decomposition(pipeline, X, y, groups=explicit).shares)
+    np.testing.assert_allclose(result.shares.sum(),
+                               r2_decomposition(pipeline, X, y).shares.sum(), atol=1e-12)
 
 
 def test_selector_with_groups_selects_whole_groups():
@@ -294,9 +294,9 @@ def test_selector_with_groups_selects_whole_groups():
     selector = ShapleyR2Importance(model, prefit=True, groups=groups, max_features=2,
                                    threshold=-np.inf).fit(X, y)
     want = r2_decomposition(model, X, y, groups=groups)
-    np.testing.assert_array_equal(selector.feature_importances_, want.importances)
+    np.testing.assert_array_equal(selector.feature_importances_, want.shares)
     assert list(selector.explained_feature_names_) == ["a", "b", "x2", "x3"]
-    top = np.argsort(-want.importances, kind="mergesort")[:2]
+    top = np.argsort(-want.shares, kind="mergesort")[:2]
     players = _players(groups, 6)
     keep = sorted(j for k in top for j in players[k])
     np.testing.assert_array_equal(selector.get_support(indices=True), keep)
@@ -311,15 +311,15 @@ def test_selector_groups_input_on_pipeline_selects_input_columns():
     selector = ShapleyR2Importance(pipeline, prefit=True, groups="input",
                                    threshold="mean").fit(X, y)
     want = r2_decomposition(pipeline, X, y, groups="input")
-    np.testing.assert_array_equal(selector.feature_importances_, want.importances)
-    kept = [n for n, s in zip(want.feature_names, want.importances)
-            if s >= np.mean(want.importances)]
+    np.testing.assert_array_equal(selector.feature_importances_, want.shares)
+    kept = [n for n, s in zip(want.feature_names, want.shares)
+            if s >= np.mean(want.shares)]
     assert sorted(selector.get_feature_names_out()) == sorted(kept)
     selector.set_output(transform="pandas")
     assert list(selector.transform(X).columns) == [c for c in X.columns if c in kept]
     # fitted by the selector, cross-fitted too
     crossed = ShapleyR2Importance(pipeline, groups="input", cv=3).fit(X, y)
-    assert crossed.cv_importances_.shape == (3, 4) and crossed.method_ == "qshap"
+    assert crossed.cv_shares_.shape == (3, 4) and crossed.method_ == "qshap"
     # explicit groups of transformed columns cannot select input columns
     names = list(pipeline[:-1].get_feature_names_out())
     explicit = ShapleyR2Importance(pipeline, prefit=True,

@@ -290,7 +290,7 @@ def _comb(n, k):
 
 
 def _r2_arrays(result):
-    out = [result.importances, result.std_errors, np.array([result.r2, result.r2_unattributed])]
+    out = [result.shares, result.std_errors, np.array([result.score, result.unattributed])]
     for extra in (result.local, getattr(result, "mc_std_errors", None)):
         if extra is not None:
             out.append(np.asarray(extra))
@@ -377,9 +377,9 @@ def test_dask_equals_local_to_rounding():
     y_dask = da.from_array(y, chunks=700)
     local = sr.r2_decomposition(model, X, y, algorithm="exact")
     remote = sr.r2_decomposition(model, X_dask, y_dask, algorithm="exact")
-    np.testing.assert_allclose(remote.importances, local.importances, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(remote.shares, local.shares, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(remote.std_errors, local.std_errors, rtol=1e-9, atol=1e-15)
-    assert np.isclose(remote.r2, local.r2, rtol=1e-13)
+    assert np.isclose(remote.score, local.score, rtol=1e-13)
     np.testing.assert_array_equal(sr.shap_values(model, X_dask).compute(),
                                   sr.shap_values(model, X))
 

@@ -109,8 +109,8 @@ def test_r2_decomposition_of_pipeline(cases):
         last, Xt = _last(pipeline, X)
         got = rs.r2_decomposition(pipeline, X, y)
         want = rs.r2_decomposition(last, Xt, y)
-        np.testing.assert_allclose(got.importances, want.importances, rtol=1e-12, atol=1e-14)
-        assert got.r2 == pytest.approx(want.r2, rel=1e-12)
+        np.testing.assert_allclose(got.shares, want.shares, rtol=1e-12, atol=1e-14)
+        assert got.score == pytest.approx(want.score, rel=1e-12)
         assert list(got.feature_names) == list(pipeline[:-1].get_feature_names_out()), case
 
 
@@ -120,7 +120,7 @@ def test_selector_prefit_pipeline_uses_qshap_on_transformed_features(cases):
         selector = rs.ShapleyR2Importance(pipeline, prefit=True).fit(X, y)
         assert selector.method_ == "qshap", case
         want = rs.r2_decomposition(last, Xt, y)
-        np.testing.assert_allclose(selector.feature_importances_, want.importances,
+        np.testing.assert_allclose(selector.feature_importances_, want.shares,
                                    rtol=1e-12, atol=1e-14, err_msg=case)
         names = pipeline[:-1].get_feature_names_out()
         assert list(selector.explained_feature_names_) == list(names)
@@ -136,10 +136,10 @@ def test_selector_fits_pipeline_and_uses_qshap():
     assert fitted is not pipeline  # a fitted clone
     last, Xt = _last(fitted, X)
     np.testing.assert_allclose(selector.feature_importances_,
-                               rs.r2_decomposition(last, Xt, y).importances, rtol=1e-12)
+                               rs.r2_decomposition(last, Xt, y).shares, rtol=1e-12)
     # cross-fitted, too: each fold's pipeline decomposed on its held-out rows
     crossed = rs.ShapleyR2Importance(pipeline, cv=3).fit(X, y)
-    assert crossed.method_ == "qshap" and crossed.cv_importances_.shape == (3, 7)
+    assert crossed.method_ == "qshap" and crossed.cv_shares_.shape == (3, 7)
 
 
 def test_selector_with_column_transformer_refuses_to_select_inputs(cases):

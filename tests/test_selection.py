@@ -127,12 +127,12 @@ def test_pvalues_match_a_numpy_reimplementation(weighted):
         assert selector.threshold_ == 0.1
     # the pooled decomposition: shares are the mean of the terms, standard errors sd / sqrt(n)
     result = selector.decomposition_
-    np.testing.assert_allclose(result.importances, terms.mean(axis=0), atol=1e-14)
+    np.testing.assert_allclose(result.shares, terms.mean(axis=0), atol=1e-14)
     np.testing.assert_allclose(result.std_errors, terms.std(axis=0, ddof=1) / np.sqrt(len(terms)),
                                atol=1e-14)
-    np.testing.assert_allclose(result.local.sum(axis=0), result.importances, atol=1e-14)
-    np.testing.assert_allclose(selector.feature_importances_, result.importances)
-    assert np.isclose(result.importances.sum() + result.r2_unattributed, result.r2)
+    np.testing.assert_allclose(result.local.sum(axis=0), result.shares, atol=1e-14)
+    np.testing.assert_allclose(selector.feature_importances_, result.shares)
+    assert np.isclose(result.shares.sum() + result.unattributed, result.score)
     assert result.to_frame().shape == (X.shape[1], 3)
     assert selector.get_support()[0]  # the strong feature
 
@@ -146,16 +146,16 @@ def test_prefit_tests_the_given_held_out_rows():
     z, p = _z_test(150 * local)
     np.testing.assert_allclose(selector.scores_, z, atol=1e-12)
     np.testing.assert_allclose(selector.pvalues_, p, atol=1e-12)
-    assert selector.estimator_ is model and not hasattr(selector, "cv_importances_")
+    assert selector.estimator_ is model and not hasattr(selector, "cv_shares_")
 
 
 def test_default_folds_and_errors():
     X, y = _data(2, n=100)
     selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=2, random_state=0),
                                    threshold="fwe", n_jobs=1).fit(X, y)
-    assert selector.cv_importances_.shape == (5, X.shape[1])  # cv=None: 5 folds
+    assert selector.cv_shares_.shape == (5, X.shape[1])  # cv=None: 5 folds
     # a feature no fold model splits on: nothing to test, p = 1
-    unused = np.all(selector.cv_importances_ == 0, axis=0)
+    unused = np.all(selector.cv_shares_ == 0, axis=0)
     assert np.all(selector.pvalues_[unused] == 1.0) and np.all(selector.scores_[unused] == 0)
     with pytest.raises(ValueError, match="alpha"):
         ShapleyR2Importance(threshold="fdr", alpha=0.0).fit(X, y)
@@ -187,7 +187,7 @@ def test_classifier_tests_on_d2():
     selector = ShapleyR2Importance(DecisionTreeClassifier(max_depth=3, random_state=0),
                                    threshold="fdr", cv=3, n_jobs=1).fit(X, y)
     assert selector.score_name_ == "d2_brier"
-    assert selector.decomposition_.score == "d2_brier"
+    assert selector.decomposition_.score_name == "d2_brier"
     assert selector.get_support().any() and np.all(np.isfinite(selector.scores_))
 
 
@@ -400,5 +400,5 @@ def test_default_score_is_the_held_out_decomposition_score(kind):
         held_out = r2_decomposition(fitted, X[test], y[test])
         # the shares plus the unattributed part: the fold's score at all features
         np.testing.assert_allclose(selector.cv_results_[f"split{k}_test_score"][-1],
-                                   held_out.importances.sum() + held_out.r2_unattributed,
+                                   held_out.shares.sum() + held_out.unattributed,
                                    rtol=0, atol=1e-10)
