@@ -101,6 +101,9 @@ def _outputs_per_input(name, step, n_inputs):
         return np.arange(n_inputs)
     if kind in _ELEMENTWISE:
         return np.arange(n_inputs)
+    if kind == "FunctionTransformer" and step.func is None:
+        # the identity: how ColumnTransformer holds remainder="passthrough" when fitted
+        return np.arange(n_inputs)
     if kind == "ColumnTransformer":
         return _column_transformer_inputs(step, n_inputs)
     if kind == "Pipeline":

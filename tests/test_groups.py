@@ -326,3 +326,25 @@ def test_selector_groups_input_on_pipeline_selects_input_columns():
                                    groups={"colour": names[:4]}).fit(X, y)
     with pytest.raises(ValueError, match="groups='input'"):
         explicit.transform(X)
+
+
+def test_groups_input_with_a_passthrough_remainder():
+    # remainder="passthrough" is held as an identity FunctionTransformer once fitted:
+    # each passed-through column is its own group, named after the input column
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"band": rng.choice(["a", "b", "c"], size=200),
+                      "u": rng.normal(size=200), "v": rng.normal(size=200)})
+    y = (X["band"] == "b") * 2.0 + X["u"] - X["v"] ** 2
+    encode = make_column_transformer((OneHotEncoder(), ["band"]), remainder="passthrough")
+    pipeline = make_pipeline(encode, HistGradientBoostingRegressor(max_iter=20)).fit(X, y)
+    names = list(pipeline[:-1].get_feature_names_out())
+    explicit = {"band": [n for n in names if n.startswith("onehotencoder__band_")],
+                "u": ["remainder__u"], "v": ["remainder__v"]}
+    got = shap_values(pipeline, X.iloc[:20], groups="input")
+    np.testing.assert_array_equal(got, shap_values(pipeline, X.iloc[:20], groups=explicit))
+    assert list(explain(pipeline, X.iloc[:20], groups="input").feature_names) == ["band", "u", "v"]
