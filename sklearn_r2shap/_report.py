@@ -4,6 +4,8 @@
 and ``python -m sklearn_r2shap`` print their numbers through the functions
 here, so a share is called a share, and the model's R^2 or D^2 its score,
 wherever a user reads them (``doc/glossary.rst``).
+
+Layer: ground floor. Imports nothing of the package.
 """
 import html
 import warnings
