@@ -60,9 +60,11 @@ def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seco
     rows of about :data:`~._execution.local.BLOCK_SECONDS` of one thread's work
     (by the model's cost per row, never the thread count) with progress."""
     if _dask.is_dask_collection(X):
+        # the graph's layers are named after what they compute, e.g. "shap_values"
+        name = "_".join(desc.lower().replace("(", " ").replace(")", " ").replace(",", " ").split())
         return _dask.map_checked_rows(function, ensemble, X,
                                       trailing_shape=_output_shape(ensemble, width),
-                                      n_jobs=n_jobs, **kwargs)
+                                      n_jobs=n_jobs, name=name or None, **kwargs)
     n_threads = resolve_n_jobs(n_jobs)
     n_rows = n_rows_features(X)[0]
     estimate = seconds_per_row * n_rows / max(1, min(n_threads, n_rows))
