@@ -53,7 +53,7 @@ def _output_shape(ensemble, width):
 
 
 def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seconds_per_row=0.0,
-               **kwargs):
+               token=None, **kwargs):
     """``function(ensemble, rows, n_threads=..., **kwargs)`` (a block function of
     the games layer) over X: a dask collection's partitions, or fixed blocks of
     rows of about :data:`~._execution.local.BLOCK_SECONDS` of one thread's work
@@ -61,7 +61,7 @@ def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seco
     if _dask.is_dask_collection(X):
         return _dask.map_checked_rows(function, ensemble, X,
                                       trailing_shape=_output_shape(ensemble, width),
-                                      n_jobs=n_jobs, **kwargs)
+                                      n_jobs=n_jobs, token=token, **kwargs)
     n_threads = resolve_n_jobs(n_jobs)
     n_rows = n_rows_features(X)[0]
     estimate = seconds_per_row * n_rows / max(1, min(n_threads, n_rows))
@@ -70,14 +70,14 @@ def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seco
         seconds_per_row), progress=progress, n_threads=n_threads, **kwargs)
 
 
-def _semivalues(model, X, points_of, n_jobs, verbose, desc):
+def _semivalues(model, X, points_of, n_jobs, verbose, desc, token):
     """Quadrature semivalues (points and weights of the ensemble's rule) of every row."""
     ensemble = _explained(model)
     verbose = _local.check_verbose(verbose)
     points, weights = points_of(ensemble)
     return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
                       width=ensemble.n_features + 1, verbose=verbose, desc=desc,
-                      seconds_per_row=semivalue_seconds(ensemble, len(points)),
+                      seconds_per_row=semivalue_seconds(ensemble, len(points)), token=token,
                       points=np.ascontiguousarray(points, dtype=np.float64),
                       weights=np.ascontiguousarray(weights, dtype=np.float64))
 
@@ -125,7 +125,7 @@ def shap_values(model, X, *, n_jobs=None, verbose="auto"):
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
-    return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
+    return _beta_shapley_values(model, X, 1, 1, n_jobs, verbose, "shap_values")
 
 
 def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None, verbose="auto"):
@@ -163,9 +163,13 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, n_jobs=None, verbose="auto
     """
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
+    return _beta_shapley_values(model, X, alpha, beta, n_jobs, verbose, "beta_shapley_values")
+
+
+def _beta_shapley_values(model, X, alpha, beta, n_jobs, verbose, token):
     desc = "SHAP values" if alpha == beta == 1 else f"Beta({alpha}, {beta}) Shapley values"
     return _semivalues(model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1),
-                       n_jobs, verbose, desc)
+                       n_jobs, verbose, desc, token)
 
 
 def banzhaf_values(model, X, *, q=0.5, n_jobs=None, verbose="auto"):
@@ -202,7 +206,7 @@ def banzhaf_values(model, X, *, q=0.5, n_jobs=None, verbose="auto"):
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
     return _semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs, verbose,
-                       "Banzhaf values")
+                       "Banzhaf values", "banzhaf_values")
 
 
 def saabas_values(model, X, *, n_jobs=None):
@@ -233,7 +237,8 @@ def saabas_values(model, X, *, n_jobs=None):
     True
     """
     ensemble = _explained(model)
-    return _over_rows(_games.saabas, ensemble, X, n_jobs=n_jobs, width=ensemble.n_features + 1)
+    return _over_rows(_games.saabas, ensemble, X, n_jobs=n_jobs, width=ensemble.n_features + 1,
+                      token="saabas_values")
 
 
 def predict_raw(model, X, *, n_jobs=None):
@@ -252,7 +257,8 @@ def predict_raw(model, X, *, n_jobs=None):
     ensemble = _explained(model)
     if _dask.is_dask_collection(X):
         return _dask.map_checked_rows(_games.predict_raw, ensemble, X,
-                                      trailing_shape=(ensemble.n_outputs,), n_jobs=n_jobs)
+                                      trailing_shape=(ensemble.n_outputs,), n_jobs=n_jobs,
+                                      token="predict_raw")
     return _over_rows(_games.predict_raw, ensemble, X, n_jobs=n_jobs, width=None)
 
 

@@ -86,7 +86,8 @@ def _apply(block, function, payload, n_jobs, kwargs):
     return function(payload, block, n_jobs=n_jobs, **kwargs)
 
 
-def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, **kwargs):
+def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, token=None,
+             **kwargs):
     """Apply ``function(payload, block, n_jobs=..., **kwargs)`` to every row block of ``X``.
 
     Parameters
@@ -151,7 +152,7 @@ def map_rows(function, payload, X, *, trailing_shape, n_jobs=None, check=None, *
     extra = len(trailing_shape) - 1  # output axes beyond X's two
     return X.map_blocks(
         _apply, function, shipped, n_jobs, kwargs, dtype=np.float64, chunks=chunks, meta=meta,
-        token=getattr(kwargs.get("block_function"), "__name__", function.__name__).strip("_"),
+        token=token or function.__name__.strip("_"),
         drop_axis=[1] if extra < 0 else None,
         new_axis=list(range(2, 2 + extra)) if extra > 0 else None,
     )
@@ -164,7 +165,7 @@ def _checked_block(payload, block, *, n_jobs, block_function, **kwargs):
 
 
 def map_checked_rows(function, ensemble, X, *, trailing_shape, n_jobs=None, game=None,
-                     **kwargs):
+                     token=None, **kwargs):
     """``function(game, rows, n_threads=..., **kwargs)`` on every row block of ``X``.
 
     The block function of the games layer receives the partition's rows
@@ -177,7 +178,7 @@ def map_checked_rows(function, ensemble, X, *, trailing_shape, n_jobs=None, game
     return map_rows(_checked_block, ensemble if game is None else game, X,
                     trailing_shape=trailing_shape, n_jobs=n_jobs,
                     check=lambda empty: check_rows(ensemble, empty), block_function=function,
-                    **kwargs)
+                    token=token or function.__name__.strip("_"), **kwargs)
 
 
 def check_rows_lazily(ensemble, X):
