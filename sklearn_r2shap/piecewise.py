@@ -116,7 +116,7 @@ def _values(game, X, n_jobs):
     if _dask.is_dask_collection(X):
         width = ensemble.n_features + 1
         return _dask.map_checked_rows(
-            _pw.game_values, ensemble, X, game=game, n_jobs=n_jobs,
+            _pw.game_values, ensemble, X, game=game, n_jobs=n_jobs, name="piecewise_shap_values",
             trailing_shape=(width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width))
     return _local.map_blocks(_pw.game_values, ensemble, X, game=game, block_rows=1 << 30,
                              n_threads=resolve_n_jobs(n_jobs))
