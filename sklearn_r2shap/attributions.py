@@ -19,7 +19,6 @@ Layer: public functions. Imports the layers below (ground floor, ``_model``,
 import numpy as np
 
 from . import _groups, _pipeline
-from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
@@ -38,6 +37,12 @@ def _check_beta_parameter(name, value):
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
+
+
+def _check_groups_alone(background):
+    if background is not None:
+        raise ValueError("groups= with background= is not supported yet: the interventional "
+                         "game of groups has no kernel; pass one of them.")
 
 
 def _last_step(model, X, background=None):
@@ -145,9 +150,7 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
     True
     """
     if groups is not None:  # the groups as players (_groups.py)
-        if background is not None:
-            raise ValueError("groups= with background= is not supported yet: the interventional "
-                             "game of groups has no kernel; use one of them.")
+        _check_groups_alone(background)
         return _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)[0]
     if background is not None:
         model, X, background = _last_step(model, X, background)
@@ -155,8 +158,8 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
     return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
 
 
-def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=None,
-                        verbose="auto"):
+def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=None,
+                        n_jobs=None, verbose="auto"):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
     The semivalue with weights ``w(s) = B(s + beta, n - 1 - s + alpha) / B(alpha, beta)``
@@ -170,6 +173,11 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=No
     model : fitted tree model
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     alpha, beta : int >= 1, default=1
+    background : array-like, DataFrame or sparse matrix, default=None
+        If given, the values of the interventional game (see :func:`shap_values`).
+    groups : mapping or "input", default=None
+        Feature groups as players (see :func:`shap_values`): the exact values
+        of the game whose players are the groups.
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         As in :func:`shap_values`.
@@ -189,6 +197,10 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=No
     >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
     (3, 11)
     """
+    if groups is not None:  # the groups as players (_groups.py)
+        _check_groups_alone(background)
+        return _groups.grouped(beta_shapley_values, model, X, groups, alpha=alpha, beta=beta,
+                               n_jobs=n_jobs, verbose=verbose)[0]
     model, X, background = _last_step(model, X, background)
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
@@ -200,7 +212,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, n_jobs=No
                        n_jobs, verbose, desc)
 
 
-def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None, verbose="auto"):
+def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None,
+                   verbose="auto"):
     """Exact weighted Banzhaf values ``grad F(q 1)`` of the path-dependent game.
 
     Weights ``w(s) = q^s (1 - q)^(n - 1 - s)``; ``q = 0.5`` is the Banzhaf value.
@@ -210,6 +223,11 @@ def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None, verbose="au
     model : fitted tree model
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     q : float in (0, 1), default=0.5
+    background : array-like, DataFrame or sparse matrix, default=None
+        If given, the values of the interventional game (see :func:`shap_values`).
+    groups : mapping or "input", default=None
+        Feature groups as players (see :func:`shap_values`): the exact values
+        of the game whose players are the groups.
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         As in :func:`shap_values`.
@@ -230,6 +248,10 @@ def banzhaf_values(model, X, *, q=0.5, background=None, n_jobs=None, verbose="au
     >>> banzhaf_values(model, X[:2], q=0.2).shape
     (2, 11)
     """
+    if groups is not None:  # the groups as players (_groups.py)
+        _check_groups_alone(background)
+        return _groups.grouped(banzhaf_values, model, X, groups, q=q, n_jobs=n_jobs,
+                               verbose=verbose)[0]
     model, X, background = _last_step(model, X, background)
     q = float(q)
     if not 0.0 < q < 1.0:

@@ -24,8 +24,9 @@ from sklearn_r2shap import explain, shap_values, to_ensemble
 explain_module = importlib.import_module("sklearn_r2shap._games.semivalues")
 
 
-def brute_force(ensemble, x, players):
-    """Shapley values of the game T -> v_x(union of the groups in T); (n_outputs, K)."""
+def brute_force(ensemble, x, players, weight=None):
+    """Shapley values (or the semivalue of coalition weights ``weight(size, K)``) of the
+    game T -> v_x(union of the groups in T); (n_outputs, K)."""
     K = len(players)
     out = np.zeros((ensemble.n_outputs, K))
     cache = {}
@@ -39,7 +40,8 @@ def brute_force(ensemble, x, players):
     for k in range(K):
         others = [g for g in range(K) if g != k]
         for size in range(K):
-            w = math.factorial(size) * math.factorial(K - 1 - size) / math.factorial(K)
+            w = (math.factorial(size) * math.factorial(K - 1 - size) / math.factorial(K)
+                 if weight is None else weight(size, K))
             for T in itertools.combinations(others, size):
                 out[:, k] += w * (v(frozenset(T) | {k}) - v(frozenset(T)))
     return out
@@ -348,3 +350,33 @@ def test_groups_input_with_a_passthrough_remainder():
     got = shap_values(pipeline, X.iloc[:20], groups="input")
     np.testing.assert_array_equal(got, shap_values(pipeline, X.iloc[:20], groups=explicit))
     assert list(explain(pipeline, X.iloc[:20], groups="input").feature_names) == ["band", "u", "v"]
+
+
+def test_banzhaf_and_beta_shapley_values_of_groups_against_enumeration(models):
+    from sklearn_r2shap import banzhaf_values, beta_shapley_values
+
+    q, alpha, beta = 0.3, 4, 2
+    semivalues = {
+        "banzhaf": (lambda m, X, g: banzhaf_values(m, X, q=q, groups=g),
+                    lambda s, K: q ** s * (1 - q) ** (K - 1 - s)),
+        "beta": (lambda m, X, g: beta_shapley_values(m, X, alpha=alpha, beta=beta, groups=g),
+                 lambda s, K: math.exp(math.lgamma(s + beta) + math.lgamma(K - 1 - s + alpha)
+                                       - math.lgamma(K + alpha + beta - 1)
+                                       - (math.lgamma(alpha) + math.lgamma(beta)
+                                          - math.lgamma(alpha + beta)))),
+    }
+    for name, model, X in models:
+        ensemble = to_ensemble(model)
+        for groups in GROUPS[:2]:
+            players = _players(groups, X.shape[1])
+            for kind, (function, weight) in semivalues.items():
+                phi = function(model, X[:3], groups)
+                phi = phi if phi.ndim == 3 else phi[:, None, :]
+                assert phi.shape[-1] == len(players) + 1, name
+                for i in range(3):
+                    np.testing.assert_allclose(
+                        phi[i, :, :-1], brute_force(ensemble, X[i], players, weight),
+                        atol=1e-9, err_msg=f"{name} {kind} {groups}")
+    with pytest.raises(ValueError, match="background"):
+        banzhaf_values(models[0][1], models[0][2][:3], groups=GROUPS[0],
+                       background=models[0][2][:10])
