@@ -39,12 +39,6 @@ def _check_beta_parameter(name, value):
     return int(value)
 
 
-def _check_groups_alone(background):
-    if background is not None:
-        raise ValueError("groups= with background= is not supported yet: the interventional "
-                         "game of groups has no kernel; pass one of them.")
-
-
 def _last_step(model, X, background=None):
     """A Pipeline's last step, with X (and the background rows) transformed by
     the steps before it (``_pipeline.py``); any other model as it is."""
@@ -150,8 +144,8 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
     True
     """
     if groups is not None:  # the groups as players (_groups.py)
-        _check_groups_alone(background)
-        return _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)[0]
+        return _groups.grouped(shap_values, model, X, groups, background=background,
+                               n_jobs=n_jobs)[0]
     if background is not None:
         model, X, background = _last_step(model, X, background)
         return interventional_values(model, X, background, n_jobs=n_jobs)
@@ -198,9 +192,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
     (3, 11)
     """
     if groups is not None:  # the groups as players (_groups.py)
-        _check_groups_alone(background)
-        return _groups.grouped(beta_shapley_values, model, X, groups, alpha=alpha, beta=beta,
-                               n_jobs=n_jobs, verbose=verbose)[0]
+        return _groups.grouped(beta_shapley_values, model, X, groups, background=background,
+                               alpha=alpha, beta=beta, n_jobs=n_jobs, verbose=verbose)[0]
     model, X, background = _last_step(model, X, background)
     alpha = _check_beta_parameter("alpha", alpha)
     beta = _check_beta_parameter("beta", beta)
@@ -249,9 +242,8 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
     (2, 11)
     """
     if groups is not None:  # the groups as players (_groups.py)
-        _check_groups_alone(background)
-        return _groups.grouped(banzhaf_values, model, X, groups, q=q, n_jobs=n_jobs,
-                               verbose=verbose)[0]
+        return _groups.grouped(banzhaf_values, model, X, groups, background=background, q=q,
+                               n_jobs=n_jobs, verbose=verbose)[0]
     model, X, background = _last_step(model, X, background)
     q = float(q)
     if not 0.0 < q < 1.0:
@@ -316,7 +308,7 @@ def predict_raw(model, X, *, n_jobs=None):
     return _over_rows(_games.predict_raw, ensemble, X, n_jobs=n_jobs, width=None)
 
 
-def probabilistic_values(model, X, weights, *, n_jobs=None):
+def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
     """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
 
     ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
@@ -355,8 +347,15 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
         LightGBM or CatBoost model.
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
         Rows to explain.
-    weights : array-like of shape (n_features,)
-        Non-negative weight of a coalition of each size s = 0..n_features-1.
+    weights : array-like of shape (n_features,) or (n_players,)
+        Non-negative weight of a coalition of each size s = 0..n-1, n the
+        number of players: the features, or with ``groups`` the groups
+        (then the columns in no group, each a player of its own).
+    groups : mapping or "input", default=None
+        Feature groups as players (see :func:`shap_values`): the exact values
+        of the game whose n players are the groups, with ``weights`` over
+        coalitions of groups. The result has one column per player, the
+        expected value last.
     n_jobs : int, default=None
         Threads; None uses all cores.
 
@@ -391,18 +390,38 @@ def probabilistic_values(model, X, weights, *, n_jobs=None):
     (3, 11)
     >>> bool(np.allclose(phi, shap_values(model, X[:3])))
     True
+
+    With groups, n counts the players: two groups and the 6 other columns.
+
+    >>> groups = {"blood": [4, 5, 6, 7, 8, 9], "body": [2, 3]}
+    >>> shapley = [1 / (4 * comb(3, s)) for s in range(4)]
+    >>> phi = probabilistic_values(model, X[:3], shapley, groups=groups)
+    >>> phi.shape
+    (3, 5)
+    >>> bool(np.allclose(phi, shap_values(model, X[:3], groups=groups)))
+    True
     """
-    model, X, _ = _last_step(model, X)
-    ensemble = _explained(model)
+    if groups is not None:  # the groups as players (_groups.py)
+        ensemble, X, players = _groups.grouped_model(model, X, groups)
+        n_players = len(players)
+    else:
+        model, X, _ = _last_step(model, X)
+        ensemble = _explained(model)
+        n_players = ensemble.n_features
     weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != (ensemble.n_features,):
+    if weights.shape != (n_players,):
+        what = "feature" if groups is None else "player (group, or column in no group)"
         raise ValueError(
-            f"weights must have one entry per coalition size 0..{ensemble.n_features - 1}, "
-            f"shape ({ensemble.n_features},); got shape {weights.shape}."
+            f"weights must have one entry per coalition size 0..{n_players - 1} of the "
+            f"{n_players} players (one per {what}), shape ({n_players},); got shape "
+            f"{weights.shape}."
         )
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("weights must be finite and non-negative.")
-    return _over_rows(_games.treeprob_values, ensemble, X, n_jobs=n_jobs,
-                      width=ensemble.n_features + 1, weights=weights)
+    phi = _over_rows(_games.treeprob_values, ensemble, X, n_jobs=n_jobs,
+                     width=ensemble.n_features + 1, weights=weights)
+    if groups is not None:  # the players, then the expected value (null players dropped)
+        phi = phi[..., np.r_[np.arange(n_players), phi.shape[-1] - 1]]
+    return phi
 
 

@@ -366,7 +366,8 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         exact Shapley values of the groups, one value per group, named by the
         mapping's keys (then the columns in no group). ``"input"`` for a
         Pipeline: one group per input column (its one-hot columns, ...),
-        ``data`` then holds the input columns. Path-dependent values only.
+        ``data`` then holds the input columns. With ``background``, the
+        interventional values of the groups. Not with ``interactions``.
     interactions : bool, default=False
         Also compute the SHAP interaction values (``interaction_values``).
     n_jobs : int, default=None
@@ -404,11 +405,14 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     ensemble = to_ensemble(last)
     data = None
     if groups is not None:
-        if background is not None or interactions:
-            raise ValueError("groups= gives the path-dependent Shapley values of the groups; "
-                             "it cannot be combined with background= or interactions=True.")
-        phi, names = _groups.grouped(shap_values, model, X, groups, n_jobs=n_jobs)
-        description = "path-dependent SHAP values of feature groups"
+        if interactions:
+            raise ValueError("groups= gives the Shapley values of the groups; it cannot be "
+                             "combined with interactions=True (interaction values are "
+                             "per feature): pass one of them.")
+        phi, names = _groups.grouped(shap_values, model, X, groups, background=background,
+                                     n_jobs=n_jobs)
+        description = ("interventional" if background is not None else "path-dependent"
+                       ) + " SHAP values of feature groups"
         data = _group_data(X, groups, names)
     elif background is not None:
         if _pipeline.is_pipeline(model):

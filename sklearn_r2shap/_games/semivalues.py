@@ -115,7 +115,7 @@ def treeprob_values(ensemble, X, *, weights, n_threads):
     quadrature kernel with the weights' rule for deep ones (see
     :func:`~sklearn_r2shap.probabilistic_values`)."""
     phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
-    roots = np.minimum(_treeprob.tree_depths(ensemble), ensemble.n_features)
+    roots = np.minimum(_treeprob.tree_depths(ensemble), len(weights))  # n players
     deep = roots > _TREEPROB_MAX_ROOTS
     if np.any(deep):
         points, rule, amplification = _semivalue_rule(weights, ensemble.n_path_features)

@@ -288,10 +288,12 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     """Add the probabilistic values with weights w(0..n-1) of every row to
     ``out`` (n_rows, n_outputs, n_features), tree t encoded with
     M_t = min(depth_t, n) roots of unity; only the trees listed in ``trees``
-    (all by default)."""
+    (all by default). The game has n = len(weights) players, the nodes'
+    ``feature`` 0..n-1: the features, or fewer players (feature groups,
+    ``TreeEnsemble.with_players``; the other columns of ``out`` stay 0)."""
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
-    n = ens.n_features
+    n = len(weights)
     depths = tree_depths(ens)
     tree_m_np = np.minimum(depths, n).astype(np.int64)
     if trees is not None:
