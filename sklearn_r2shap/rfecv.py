@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
+from . import _groups
 from ._execution.cost import DEFAULT_EXACT_BUDGET
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
@@ -24,7 +25,8 @@ __all__ = ["ShapleyR2RFECV"]
 
 
 class _Path:
-    """One elimination: the counts it visited, their scores and subsets, the order."""
+    """One elimination: the counts it visited, their scores and subsets, the order
+    (of features, or of groups: the units eliminated)."""
 
     def __init__(self, n_features):
         self.counts, self.scores, self.subsets = [], [], []
@@ -118,21 +120,42 @@ class ShapleyR2RFECV(BaseTreeSelector):
         ``algorithm="auto"``.
     random_state : int, RandomState instance or None, default=None
         Seeds the sampled algorithm.
+    groups : mapping, default=None
+        Feature groups eliminated whole: a mapping of group name to input
+        columns (names or indices; a column in at most one group, every
+        other column a group of its own, after the groups). Each step ranks
+        the groups by their exact Shapley shares of R^2 / D^2, the groups
+        as players (:class:`ShapleyR2Importance` with ``groups``; not the
+        sums of the members' shares), and removes whole groups: ``step``
+        and ``min_features_to_select`` count groups, ``cv_results_`` is
+        indexed by the number of groups (key ``"n_groups"`` instead of
+        ``"n_features"``), and the columns of a group are kept or dropped
+        together. Every group a column of its own gives the selection
+        without groups.
 
     Attributes
     ----------
     n_features_ : int
-        The number of features selected.
+        The number of features selected (with ``groups``: of columns, the
+        selected groups' columns together).
+    n_groups_ : int
+        With ``groups``: the number of groups selected (the count chosen
+        from ``cv_results_["n_groups"]``).
+    selected_groups_ : ndarray of object
+        With ``groups``: the names of the selected groups, in the order of
+        ``feature_importances_``.
     support_ : ndarray of shape (`n_features_in_`,)
-        The mask of the selected features.
+        The mask of the selected features (with ``groups``: all the columns
+        of a selected group).
     ranking_ : ndarray of shape (`n_features_in_`,)
         1 for the selected features; i + 1 for those removed i steps before
-        the end of the elimination on all rows.
+        the end of the elimination on all rows (the columns of a group share
+        its rank).
     estimator_ : estimator
         The model refitted on all rows and the selected features.
-    feature_importances_ : ndarray of shape (`n_features_`,)
-        The selected features' shares of ``estimator_``'s R^2 / D^2 on all
-        rows (in-sample; cross-fitted with ``ranking_cv``).
+    feature_importances_ : ndarray of shape (`n_features_`,) or (`n_groups_`,)
+        The selected features' (or groups') shares of ``estimator_``'s R^2 /
+        D^2 on all rows (in-sample; cross-fitted with ``ranking_cv``).
     decomposition_ : R2Decomposition
         Their decomposition (with ``ranking_cv``: of the pooled held-out rows).
     cv_results_ : dict of ndarrays
@@ -140,7 +163,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
         (ddof=0, as RFECV), ``split{k}_test_score`` and ``split{k}_support``
         (the fold's features at each count). A count that a fold's
         elimination skipped (several negative shares removed at once) is
-        scored on that fold with its best features by its own ranking.
+        scored on that fold with its best features by its own ranking. With
+        ``groups``, ``n_groups`` counts groups and ``split{k}_support`` masks
+        columns.
     score_name_ : str
         What the scores are: "r2", "d2_brier", "d2_log_loss", "d2_tweedie"
         (``scoring=None``) or the scorer's name.
@@ -168,12 +193,25 @@ class ShapleyR2RFECV(BaseTreeSelector):
     [1, 2, 3, 4, 5, 6, 7, 8]
     >>> selector.transform(X).shape
     (300, 4)
+
+    Groups are kept or dropped whole (columns 5-7 are noise; columns 3 and 4
+    are groups of their own):
+
+    >>> groups = {"a": [0, 5], "b": [1, 6], "c": [2, 7]}
+    >>> grouped = ShapleyR2RFECV(DecisionTreeRegressor(max_depth=4, random_state=0),
+    ...                          cv=3, groups=groups).fit(X, y)
+    >>> grouped.n_groups_, grouped.selected_groups_.tolist(), grouped.n_features_
+    (4, ['a', 'b', 'x3', 'x4'], 6)
+    >>> grouped.ranking_.tolist()
+    [1, 1, 2, 1, 1, 1, 1, 2]
+    >>> grouped.cv_results_["n_groups"].tolist()
+    [1, 2, 3, 4, 5]
     """
 
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
                  scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
                  verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                 random_state=None):
+                 random_state=None, groups=None):
         self.estimator = estimator
         self.step = step
         self.min_features_to_select = min_features_to_select
@@ -186,6 +224,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.algorithm = algorithm
         self.exact_budget = exact_budget
         self.random_state = random_state
+        self.groups = groups
 
     def _default_estimator(self):
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -213,24 +252,60 @@ class ShapleyR2RFECV(BaseTreeSelector):
             raise ValueError(f"{type(self).__name__} refits the model on subsets of the "
                              "features: pass the unfitted model, not a FrozenEstimator.")
 
-    def _importance(self):
+    def _importance(self, groups=None):
         """The decomposition of one step: ShapleyR2Importance fits and ranks."""
         from .importance import ShapleyR2Importance
 
         return ShapleyR2Importance(
             self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
             n_jobs=self.n_jobs, algorithm=self.algorithm, exact_budget=self.exact_budget,
-            random_state=self.random_state)
+            random_state=self.random_state, groups=groups)
+
+    def _resolve_groups(self):
+        """The units eliminated: None (the features), or with ``groups`` the input
+        columns of every group (``_groups.resolve_groups``) and the groups' names."""
+        if self.groups is None:
+            return None, None
+        if isinstance(self.groups, str):
+            raise ValueError(
+                f"groups={self.groups!r}: {type(self).__name__} refits its model on subsets "
+                "of the input columns, so its groups are sets of input columns: pass a "
+                "mapping of group name to input columns (names or indices).")
+        player, names = _groups.resolve_groups(
+            self.groups, self.n_features_in_, getattr(self, "feature_names_in_", None))
+        if len(set(map(str, names))) != len(names):
+            raise ValueError(f"groups: the group names and the names of the columns in no "
+                             f"group must differ, got {names}.")
+        return [np.flatnonzero(player == k) for k in range(len(names))], names
+
+    def _columns(self, units):
+        """The input columns of the units (features or groups), ascending."""
+        units = np.asarray(units, dtype=np.intp)
+        if self._members is None:
+            return np.sort(units)
+        if len(units) == 0:
+            return np.zeros(0, dtype=np.intp)
+        return np.sort(np.concatenate([self._members[u] for u in units]))
 
     def _fit_step(self, X, y, weight, features):
-        """ShapleyR2Importance fitted on the columns ``features`` of (X, y)."""
+        """ShapleyR2Importance fitted on the columns of the units ``features`` of
+        (X, y) (ascending); with groups, its shares are those of the groups."""
+        columns = self._columns(features)
+        groups = None
+        if self._members is not None:  # the groups as players, in the order of `features`
+            position = np.empty(self.n_features_in_, dtype=np.intp)
+            position[columns] = np.arange(len(columns))
+            groups = {self._group_names[u]: position[self._members[u]].tolist()
+                      for u in features}
         if self.verbose:
-            print(f"{type(self).__name__}: fitting on {len(features)} features.")
-        return self._importance().fit(_safe_indexing(X, features, axis=1), y, weight)
+            what = (f"{len(features)} features" if groups is None
+                    else f"{len(features)} groups ({len(columns)} columns)")
+            print(f"{type(self).__name__}: fitting on {what}.")
+        return self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
 
     def _score(self, step, X, y, weight, features):
         """The score of a fitted step on held-out rows."""
-        X = _safe_indexing(X, features, axis=1)
+        X = _safe_indexing(X, self._columns(features), axis=1)
         model = step.estimator_
         if self.scoring is not None:
             from sklearn.metrics import check_scoring
@@ -261,8 +336,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
 
         Returns the _Path and the last step's fitted ShapleyR2Importance.
         """
-        path = _Path(self.n_features_in_)
-        features = np.arange(self.n_features_in_)
+        n_units = self.n_features_in_ if self._members is None else len(self._members)
+        path = _Path(n_units)
+        features = np.arange(n_units)
         while True:
             fitted = self._fit_step(X, y, weight, features)
             shares = np.asarray(fitted.feature_importances_)
@@ -309,9 +385,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
             X, y = checked, np.asarray(y)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight)
+        self._members, self._group_names = self._resolve_groups()
+        for name in ("n_groups_", "selected_groups_"):  # of an earlier fit with groups
+            self.__dict__.pop(name, None)
         n_features = self.n_features_in_
-        step = int(max(1, self.step * n_features)) if self.step < 1 else int(self.step)
-        stop = min(self.min_features_to_select, n_features)
+        n_units = n_features if self._members is None else len(self._members)
+        step = int(max(1, self.step * n_units)) if self.step < 1 else int(self.step)
+        stop = min(self.min_features_to_select, n_units)
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
 
@@ -336,19 +416,28 @@ class ShapleyR2RFECV(BaseTreeSelector):
                     subset = np.sort(order[:count])
                     fitted = self._fit_step(*train_rows, subset)
                     scores[c, k] = self._score(fitted, *held_out, subset)
-                supports[k, c, subset] = True
+                supports[k, c, self._columns(subset)] = True
         chosen = choose_n_features(counts, scores, self.selection_rule)
-        self.n_features_ = int(counts[chosen])
-        path, final, last = self._eliminate(X, y, sample_weight, self.n_features_, step)
+        n_chosen = int(counts[chosen])
+        path, final, last = self._eliminate(X, y, sample_weight, n_chosen, step)
         self.support_ = np.zeros(n_features, dtype=bool)
-        self.support_[last] = True
+        self.support_[self._columns(last)] = True
+        self.n_features_ = int(self.support_.sum())
         self.ranking_ = path.ranking()
+        if self._members is not None:  # per column: a group's columns share its rank
+            self.n_groups_ = n_chosen
+            self.selected_groups_ = np.asarray(
+                [self._group_names[u] for u in np.sort(last)], dtype=object)
+            ranking = np.empty(n_features, dtype=np.intp)
+            for u, members in enumerate(self._members):
+                ranking[members] = self.ranking_[u]
+            self.ranking_ = ranking
         self.estimator_ = final.estimator_
         self.feature_importances_ = np.asarray(final.feature_importances_)
         self.decomposition_ = final.decomposition_
         self.score_name_ = final.score_name_ if self.scoring is None else str(self.scoring)
         self.cv_results_ = {
-            "n_features": counts,
+            "n_features" if self._members is None else "n_groups": counts,
             "mean_test_score": scores.mean(axis=1),
             "std_test_score": scores.std(axis=1),
             **{f"split{k}_test_score": scores[:, k] for k in range(len(folds))},
@@ -387,7 +476,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
         if ax is None:
             ax = plt.figure().gca()
         results = self.cv_results_
-        counts = results["n_features"]
+        unit = "features" if "n_features" in results else "groups"
+        counts = results[f"n_{unit}"]
+        n_chosen = self.n_features_ if unit == "features" else self.n_groups_
         folds = np.array([results[key] for key in results
                           if key.startswith("split") and key.endswith("_test_score")])
         mean = folds.mean(axis=0)
@@ -398,13 +489,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         best = int(np.argmax(mean))
         ax.axhline(mean[best] - se[best], color="grey", linestyle="--", linewidth=1,
                    label="best - 1 s.e.")
-        chosen = int(np.flatnonzero(counts == self.n_features_)[0])
+        chosen = int(np.flatnonzero(counts == n_chosen)[0])
         ax.plot(counts[chosen], mean[chosen], "o", color="C3", markersize=9,
                 fillstyle="none", markeredgewidth=2,
-                label=f"chosen: {self.n_features_} features ({self.selection_rule})")
+                label=f"chosen: {n_chosen} {unit} ({self.selection_rule})")
         label = {"r2": "R$^2$", "d2_brier": "D$^2$ (Brier)", "d2_log_loss": "D$^2$ (log-loss)",
                  "d2_tweedie": "D$^2$ (Tweedie)"}.get(self.score_name_, self.score_name_)
-        ax.set_xlabel("number of features")
+        ax.set_xlabel(f"number of {unit}")
         ax.set_ylabel(f"held-out {label}")
         ax.set_title(f"{type(self).__name__}: {len(folds)}-fold curve")
         ax.legend(loc="lower right")

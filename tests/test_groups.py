@@ -377,6 +377,3 @@ def test_banzhaf_and_beta_shapley_values_of_groups_against_enumeration(models):
                     np.testing.assert_allclose(
                         phi[i, :, :-1], brute_force(ensemble, X[i], players, weight),
                         atol=1e-9, err_msg=f"{name} {kind} {groups}")
-    with pytest.raises(ValueError, match="background"):
-        banzhaf_values(models[0][1], models[0][2][:3], groups=GROUPS[0],
-                       background=models[0][2][:10])
