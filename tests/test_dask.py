@@ -557,3 +557,53 @@ def test_r2_input_errors(client):
         sr.r2_decomposition(model, X_dask, y, sample_weight=np.zeros(N_ROWS))
     with pytest.raises(ValueError, match="NaN"):
         sr.r2_decomposition(model, X_dask, np.where(np.arange(N_ROWS) == 150, np.nan, y))
+
+
+# ----------------------------------------------------------------------------
+# Feature groups on dask: the same relabelled games, block by block
+
+
+def test_groups_equal_in_memory(client):
+    """shap_values, banzhaf_values, probabilistic_values (path-dependent and, for
+    shap_values, interventional) and r2_decomposition with groups= on a dask
+    array and a dask DataFrame (groups by name, a categorical column in a group)
+    against the in-memory calls."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from sklearn_r2shap.attributions import probabilistic_values
+
+    lgb = pytest.importorskip("lightgbm")
+    X, y = data(30)
+    groups = {"a": [0, 3], "b": [1, 4]}  # and column 2 alone: 3 players
+    weights = np.array([0.5, 0.2, 0.3])
+    hgb = HistGradientBoostingRegressor(max_iter=8, max_depth=4, random_state=0).fit(X, y)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(N_FEATURES)])
+    levels = ["a", "b", "c", "d"]
+    frame["f4"] = pd.Categorical(np.array(levels)[np.arange(N_ROWS) % 4], categories=levels)
+    y_frame = y + (frame["f4"] == "c") * 3.0
+    lgbm = lgb.LGBMRegressor(n_estimators=10, num_leaves=8, min_child_samples=5, n_jobs=1,
+                             verbose=-1).fit(frame, y_frame)
+    named = {"a": ["f0", "f3"], "b": ["f1", "f4"]}
+    kept = frame_rows(frame)
+    cases = [(hgb, X, as_dask_array(X), y, da.from_array(y, chunks=(ROW_CHUNKS,)), groups),
+             (lgbm, kept, as_dask_frame(frame), y_frame[kept.index].to_numpy(),
+              y_frame[kept.index].to_numpy(), named)]
+    for model, X_mem, X_dask, y_mem, y_dask, g in cases:
+        functions = [
+            ("shap", lambda X_: sr.shap_values(model, X_, groups=g)),
+            ("banzhaf", lambda X_: sr.banzhaf_values(model, X_, q=0.3, groups=g)),
+            ("probabilistic", lambda X_: probabilistic_values(model, X_, weights, groups=g)),
+            ("interventional", lambda X_: sr.shap_values(model, X_, groups=g,
+                                                         background=X_mem[:40])),
+        ]
+        lazy = {name: f(X_dask) for name, f in functions}
+        for name, out in lazy.items():
+            assert isinstance(out, da.Array), name
+        computed = dask.compute(lazy)[0]
+        for name, f in functions:
+            expected = f(X_mem)
+            assert expected.shape == (len(X_mem), 4), name
+            np.testing.assert_allclose(computed[name], expected, rtol=0, atol=TOL,
+                                       err_msg=f"{type(model).__name__} {name}")
+        got = check_r2(model, X_mem, y_mem, X_dask, y_dask, groups=g)
+        assert list(got.feature_names) == ["a", "b", "x2" if g is groups else "f2"]
