@@ -113,8 +113,11 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
         Shapley values of the game whose players are the groups (page
         :ref:`explanations`), not sums of the members' values. ``"input"``:
         for a Pipeline, each input column's transformed columns (e.g. its
-        one-hot columns) form its group. The result then has one column per
-        player, the expected value last (:func:`explain` names them).
+        one-hot columns) form its group. With ``background``, the
+        interventional game of the groups: a hybrid row takes a group's
+        columns all from x or all from the background row. The result then
+        has one column per player, the expected value last (:func:`explain`
+        names them).
     n_jobs : int, default=None
         Threads; None uses all cores. The values do not depend on it (bit
         for bit).
@@ -171,7 +174,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
         If given, the values of the interventional game (see :func:`shap_values`).
     groups : mapping or "input", default=None
         Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups.
+        of the game whose players are the groups (with ``background``, of
+        the interventional game of the groups).
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         As in :func:`shap_values`.
@@ -220,7 +224,8 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
         If given, the values of the interventional game (see :func:`shap_values`).
     groups : mapping or "input", default=None
         Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups.
+        of the game whose players are the groups (with ``background``, of
+        the interventional game of the groups).
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         As in :func:`shap_values`.
@@ -345,7 +350,7 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         Rows to explain.
     weights : array-like of shape (n_features,) or (n_players,)
         Non-negative weight of a coalition of each size s = 0..n-1, n the
