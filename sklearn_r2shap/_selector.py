@@ -177,7 +177,26 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         recorded = getattr(self, "_data_covers", None)
         if recorded is not None and recorded[0] is model:
             return recorded[1]
-        return to_ensemble(model)
+        memo = getattr(self, "_ensemble_memo", None)  # open during ``fit`` only
+        if memo is None:
+            return to_ensemble(model)
+        if memo.get("model") is not model:  # one model at a time: memory stays bounded
+            memo.update(model=model, ensemble=to_ensemble(model))
+        return memo["ensemble"]
+
+    def _converting_once(self, fit):
+        """Run ``fit()`` with each fitted model converted to a TreeEnsemble once.
+
+        Within one ``fit`` a model is not changed after it is fitted, so its
+        conversion (which for LightGBM and XGBoost parses the library's model
+        dump) is reused by every decomposition of it; the memo is dropped when
+        ``fit`` returns, so a model refitted in place later is read again.
+        """
+        self._ensemble_memo = {}
+        try:
+            return fit()
+        finally:
+            self.__dict__.pop("_ensemble_memo", None)
 
     def _explained_model(self, model, X):
         """``(model, X, names)`` the importances are computed on: for a Pipeline, its

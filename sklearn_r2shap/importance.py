@@ -273,6 +273,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         -------
         self : ShapleyR2Importance
         """
+        return self._converting_once(lambda: self._fit(X, y, sample_weight, **fit_params))
+
+    def _fit(self, X, y, sample_weight, **fit_params):
         from sklearn.utils import check_array
 
         self._check_params()

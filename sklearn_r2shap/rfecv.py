@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 from sklearn.utils import _safe_indexing
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _groups
@@ -22,6 +23,18 @@ from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
 
 __all__ = ["ShapleyR2RFECV"]
+
+
+def _estimator_has(method):
+    """For ``available_if``: the refitted model (or, before fit, the given one) has it."""
+
+    def check(self):
+        if hasattr(self, "estimator_"):
+            return hasattr(self.estimator_, method)
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        return hasattr(estimator, method)
+
+    return check
 
 
 class _Path:
@@ -459,6 +472,24 @@ class ShapleyR2RFECV(BaseTreeSelector):
         check_is_fitted(self, "estimator_")
         return self.estimator_.score(self.transform(X), y, **score_params)
 
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """The refitted classifier's class probabilities on the selected features of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict_proba(self.transform(X))
+
+    @available_if(_estimator_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """The refitted classifier's log-probabilities on the selected features of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict_log_proba(self.transform(X))
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """The refitted classifier's decision function on the selected features of X."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.decision_function(self.transform(X))
+
     def plot(self, ax=None):
         """The cross-validated curve: mean score +/- one standard error, the chosen count.
 
@@ -502,7 +533,15 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return ax
 
     def __sklearn_tags__(self):
+        from copy import deepcopy
+
+        from sklearn.utils import get_tags
+
         tags = super().__sklearn_tags__()
+        # a selector first (its estimator_type stays a transformer's), whose
+        # predict_proba answers as its classifier's does
+        estimator = self.estimator if self.estimator is not None else self._default_estimator()
+        tags.classifier_tags = deepcopy(get_tags(estimator).classifier_tags)
         tags.input_tags.sparse = self._estimator_accepts_sparse()
         tags.target_tags.required = True
         return tags

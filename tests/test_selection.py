@@ -256,7 +256,9 @@ def test_error_rates_within_binomial_noise(null_simulation, method):
 # ShapleyR2RFECV
 # --------------------------------------------------------------------------
 @parametrize_with_checks([ShapleyR2RFECV(DecisionTreeRegressor(max_depth=3, random_state=0),
-                                         cv=3, n_jobs=1)])
+                                         cv=3, n_jobs=1),
+                          ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0),
+                                         cv=3, step=0.5, n_jobs=1)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -359,6 +361,12 @@ def test_classifier_pipeline_grid_search_and_plot():
     scored = ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0), cv=3,
                             scoring="roc_auc", n_jobs=1).fit(X, y)
     assert scored.score_name_ == "roc_auc" and scored.cv_results_["mean_test_score"].max() > 0.8
+    # the refitted classifier's probabilities, as RFECV passes them through
+    np.testing.assert_array_equal(scored.predict_proba(X),
+                                  scored.estimator_.predict_proba(scored.transform(X)))
+    np.testing.assert_array_equal(scored.predict_log_proba(X),
+                                  scored.estimator_.predict_log_proba(scored.transform(X)))
+    assert not hasattr(ShapleyR2RFECV(DecisionTreeRegressor()), "predict_proba")
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     ax = scored.plot()

@@ -199,11 +199,14 @@ class TreeEnsemble:
             if value.shape[1] != n_values:
                 raise ValueError("all trees must have leaf values of the same width")
             parts["value"].append(value[order])
-            for local in order:
-                cats = tree.categories.get(int(local)) if tree.categories else None
-                cat_lists.append(None if cats is None else np.asarray(cats, dtype=np.int64))
-                terms = (tree.linear_terms or {}).get(int(local))
-                linear_lists.append(terms)
+            if tree.categories or tree.linear_terms:
+                for local in order:
+                    cats = tree.categories.get(int(local)) if tree.categories else None
+                    cat_lists.append(None if cats is None else np.asarray(cats, dtype=np.int64))
+                    linear_lists.append((tree.linear_terms or {}).get(int(local)))
+            else:
+                cat_lists.extend([None] * n)
+                linear_lists.extend([None] * n)
             if has_linear:
                 fallback = value if tree.fallback_value is None else np.asarray(
                     tree.fallback_value, dtype=np.float64).reshape(n, -1)
@@ -464,11 +467,16 @@ def _cover_ratio(cover, parent):
     return cover_ratio
 
 
+_SMALL_TREE = 256  # nodes: below it, _preorder walks a Python stack
+
+
 def _preorder(children_left, children_right):
     """Local node indices in depth-first preorder (left subtree first) from node 0."""
     left = np.asarray(children_left, dtype=np.int64)
     right = np.asarray(children_right, dtype=np.int64)
     n = len(left)
+    if n <= _SMALL_TREE:  # a plain stack walk: numpy's per-call overhead dominates small trees
+        return _preorder_small(left.tolist(), right.tolist())
     levels = [np.array([0], dtype=np.int64)]
     seen = 1
     while True:  # breadth-first levels, vectorised
@@ -493,6 +501,23 @@ def _preorder(children_left, children_right):
     order = np.empty(n, dtype=np.int64)
     order[position] = np.arange(n)
     return order
+
+
+def _preorder_small(left, right):
+    """:func:`_preorder` for a small tree given as lists, with the same checks."""
+    n = len(left)
+    order, stack = [], [0]
+    while stack:
+        k = stack.pop()
+        order.append(k)
+        if len(order) > n:
+            raise ValueError("the tree's child arrays contain a cycle")
+        if left[k] >= 0:
+            stack.append(right[k])
+            stack.append(left[k])
+    if len(order) != n or len(set(order)) != n:
+        raise ValueError(f"the tree has {n - len(set(order))} nodes unreachable from its root")
+    return np.asarray(order, dtype=np.int64)
 
 
 def _path_structure(parent, feature):
