@@ -70,7 +70,7 @@ class SemivalueGame:
                                      for a in (points, weights))
         self.n_rows = n_rows
         self._structure = None
-        self._resident = None  # (trees, tables, start_by_leaf) once built
+        self._resident = None  # (trees, tables, start_by_unit) once built
         self._lock = threading.Lock()
 
     def __getstate__(self):
@@ -96,8 +96,46 @@ class SemivalueGame:
             else:
                 structure["tree_entries"] = structure["tree_leaf_terms"] = \
                     structure["tree_max_dim"] = np.zeros(self.ensemble.n_trees, dtype=np.int64)
+            structure["units"] = self._units(structure)
             self._structure = structure
         return self._structure
+
+    def _units(self, structure):
+        """Table units (kernel ``_semivalues``): single-output trees tabulate
+        a leaf whose sibling is a leaf together with it, value-weighted;
+        other leaves (and every leaf of vector-valued trees) on their own."""
+        ensemble = self.ensemble
+        leaf_node = structure["leaf_node"]
+        index = np.arange(len(leaf_node), dtype=np.int64)
+        right = np.full(len(leaf_node), -1, dtype=np.int64)
+        keep = np.ones(len(leaf_node), dtype=bool)
+        if ensemble.n_values == 1 and len(leaf_node):
+            parent = ensemble.parent[leaf_node]
+            has_parent = parent >= 0
+            parent = np.where(has_parent, parent, 0)
+            is_left = ensemble.children_left[parent] == leaf_node
+            sibling = np.where(is_left, ensemble.children_right[parent],
+                               ensemble.children_left[parent])
+            paired = has_parent & (ensemble.children_left[sibling] < 0)
+            keep = ~paired | is_left
+            right = np.where(paired, np.searchsorted(leaf_node, sibling), -1)
+        leaf, right = index[keep], right[keep].astype(np.int64)
+        if ensemble.n_values == 1:
+            value = ensemble.value[:, 0]
+            scale_left = value[leaf_node[leaf]].astype(np.float64)
+            scale_right = np.where(right >= 0, value[leaf_node[np.maximum(right, 0)]], 0.0)
+        else:
+            scale_left = np.ones(len(leaf))
+            scale_right = np.zeros(len(leaf))
+        return {
+            "leaf": leaf, "right": right,
+            "slot": structure["node_slot"][leaf_node[leaf]].astype(np.int64),
+            "entries": structure["entries"][leaf] * np.where(right >= 0, 2, 1),
+            "tree_unit_start": np.searchsorted(leaf, structure["tree_leaf_start"]).astype(
+                np.int64),
+            "scale_left": np.ascontiguousarray(scale_left, dtype=np.float64),
+            "scale_right": np.ascontiguousarray(scale_right, dtype=np.float64),
+        }
 
     def tabulated(self, n_rows):
         """Which trees go through the pattern tables for ``n_rows`` rows."""
@@ -116,19 +154,27 @@ class SemivalueGame:
         return feasible & cheaper
 
     def _tables(self, trees, n_threads):
-        """(tables, start of each leaf's table by structure leaf index, -1 elsewhere)."""
+        """(tables, start of each unit's table by unit index, -1 elsewhere)."""
         structure = self.structure()
-        tree_leaf_start = structure["tree_leaf_start"]
-        leaves = (np.concatenate([np.arange(tree_leaf_start[g], tree_leaf_start[g + 1])
-                                  for g in trees]).astype(np.int64)
-                  if len(trees) else np.zeros(0, dtype=np.int64))
-        table_start = np.concatenate([[0], np.cumsum(structure["entries"][leaves])]).astype(
+        units = structure["units"]
+        tree_unit_start = units["tree_unit_start"]
+        selected = (np.concatenate([np.arange(tree_unit_start[g], tree_unit_start[g + 1])
+                                    for g in trees]).astype(np.int64)
+                    if len(trees) else np.zeros(0, dtype=np.int64))
+        table_start = np.concatenate([[0], np.cumsum(units["entries"][selected])]).astype(
             np.int64)
-        tables = _semivalues.pattern_tables(structure, leaves, table_start, self.points,
-                                            self.weights, n_threads)
-        start_by_leaf = np.full(len(structure["leaf_dim"]), -1, dtype=np.int64)
-        start_by_leaf[leaves] = table_start[:-1]
-        return tables, start_by_leaf
+        tables = _semivalues.pattern_tables(structure, units, selected, table_start,
+                                            self.points, self.weights, units["scale_left"],
+                                            units["scale_right"], n_threads)
+        start_by_unit = np.full(len(units["leaf"]), -1, dtype=np.int64)
+        start_by_unit[selected] = table_start[:-1]
+        return tables, start_by_unit
+
+    def _add_tabulated(self, X, trees, tables, table_start, phi, n_threads):
+        structure = self.structure()
+        _semivalues.pattern_semivalues(self.ensemble, X, structure, structure["units"],
+                                       np.asarray(trees, dtype=np.int64), tables, table_start,
+                                       self.ensemble.n_values == 1, phi, n_threads)
 
     def values(self, X, n_threads):
         """The semivalues of rows X, shape (n_rows, n_outputs, n_features)."""
@@ -146,15 +192,14 @@ class SemivalueGame:
                     trees = np.flatnonzero(self.tabulated(self.n_rows))
                     trees = trees[np.cumsum(tree_entries[trees]) <= _RESIDENT_TABLE_ENTRIES]
                     self._resident = (trees,) + self._tables(trees, n_threads)
-            resident, tables, start_by_leaf = self._resident
+            resident, tables, start_by_unit = self._resident
         tabulate = self.tabulated(X.shape[0])
         tabulate[resident] = True
         _semivalues.semivalues_uniform(ensemble, X, self.points, self.weights,
                                        np.flatnonzero(~tabulate).astype(np.int64), phi,
                                        n_threads)
         if len(resident):
-            _semivalues.pattern_semivalues(ensemble, X, structure, resident.astype(np.int64),
-                                           tables, start_by_leaf, phi, n_threads)
+            self._add_tabulated(X, resident, tables, start_by_unit, phi, n_threads)
         tabulate[resident] = False
         group, group_entries = [], 0
         others = list(np.flatnonzero(tabulate))
@@ -163,9 +208,7 @@ class SemivalueGame:
             group_entries += tree_entries[t]
             if group_entries >= _TABLE_GROUP_ENTRIES or position == len(others) - 1:
                 block_tables, block_start = self._tables(group, n_threads)
-                _semivalues.pattern_semivalues(ensemble, X, structure,
-                                               np.asarray(group, np.int64), block_tables,
-                                               block_start, phi, n_threads)
+                self._add_tabulated(X, group, block_tables, block_start, phi, n_threads)
                 group, group_entries = [], 0
         return phi
 
