@@ -141,7 +141,7 @@ class SemivalueGame:
         """Which trees go through the pattern tables for ``n_rows`` rows."""
         structure = self.structure()
         tree_entries = structure["tree_entries"]
-        feasible = (tree_entries <= _MAX_TABLE_ENTRIES) & (structure["tree_max_dim"] <= 40)
+        feasible = (tree_entries <= _MAX_TABLE_ENTRIES) & (structure["tree_max_dim"] <= 30)
         if _FORCE_ROUTE == "tables":
             return feasible
         if _FORCE_ROUTE == "quadrature":
