@@ -93,7 +93,7 @@ def _semivalues(model, X, points_of, n_jobs, verbose, desc):
     game = _games.SemivalueGame(ensemble, points, weights, n_rows_features(X)[0])
     return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
                       width=ensemble.n_features + 1, verbose=verbose, desc=desc,
-                      seconds_per_row=game.seconds_per_row(), game=game)
+                      seconds_per_row=semivalue_seconds(ensemble, len(points)), game=game)
 
 
 def expected_value(model):

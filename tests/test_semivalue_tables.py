@@ -3,6 +3,7 @@
 or rebuilt per block beyond the memory budget, single leaves and leaf pairs,
 against subset enumeration (tests/reference.py)."""
 
+import importlib
 import pickle
 
 import numpy as np
@@ -24,8 +25,18 @@ def many_rows(name, n_rows=40):
 
 def blocks_of_three(monkeypatch):
     from sklearn_r2shap._execution import local
-    monkeypatch.setattr(semivalue_games.SemivalueGame, "seconds_per_row",
-                        lambda self: local.BLOCK_SECONDS / 3)
+    attributions = importlib.import_module("sklearn_r2shap.attributions")
+    monkeypatch.setattr(attributions, "semivalue_seconds",
+                        lambda ensemble, n_points: local.BLOCK_SECONDS / 3)
+    calls = []
+    block_function = semivalue_games.uniform_semivalues
+
+    def counted(game, X, **kwargs):
+        calls.append(len(X))
+        return block_function(game, X, **kwargs)
+
+    monkeypatch.setattr(attributions._games, "uniform_semivalues", counted)
+    return calls
 
 
 @pytest.mark.parametrize("name", ENSEMBLES)
@@ -36,8 +47,9 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
     ens, X = many_rows(name)
     monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "tables")
     monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
-    blocks_of_three(monkeypatch)
+    calls = blocks_of_three(monkeypatch)
     got = shap_values(ens, X, n_jobs=2)
+    assert calls[:2] == [3, 3] and sum(calls) == len(X)
     if ens.n_outputs == 1:
         got = got[:, None, :]
     for i in range(0, len(X), 7):

@@ -52,8 +52,6 @@ _TABLE_GROUP_ENTRIES = 1 << 23
 _RESIDENT_TABLE_ENTRIES = 1 << 25
 # Tests set this to "tables" or "quadrature" to check both routes.
 _FORCE_ROUTE = None
-# Seconds of one unit of SemivalueGame.savings' cost model (one thread).
-_SECONDS_PER_UNIT = 5e-10
 
 
 class SemivalueGame:
@@ -152,18 +150,6 @@ class SemivalueGame:
         build = (20.0 + 2.0 * m) * structure["tree_entries"]
         rows = n_rows * (4.0 * tree_nodes + structure["tree_leaf_terms"])
         return n_rows * 12.0 * m * tree_nodes - rows - build
-
-    def seconds_per_row(self):
-        """One thread's seconds per row of the planned routes for ``n_rows``
-        rows, the tables' building spread over them (sizes the row blocks)."""
-        structure = self.structure()
-        m = len(self.points)
-        tree_nodes = np.diff(self.ensemble.tree_start)
-        tabulate = self.tabulated(self.n_rows)
-        per_row = np.where(tabulate, 4.0 * tree_nodes + structure["tree_leaf_terms"],
-                           12.0 * m * tree_nodes).sum()
-        build = ((20.0 + 2.0 * m) * structure["tree_entries"][tabulate]).sum()
-        return float(per_row + build / max(self.n_rows, 1)) * _SECONDS_PER_UNIT
 
     def tabulated(self, n_rows):
         """Which trees go through the pattern tables for ``n_rows`` rows."""
