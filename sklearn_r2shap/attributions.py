@@ -77,11 +77,17 @@ def _semivalues(model, X, points_of, n_jobs, verbose, desc):
     ensemble = _explained(model)
     verbose = _local.check_verbose(verbose)
     points, weights = points_of(ensemble)
+    # local rows: the pattern tables are built once for all of X's rows
+    points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
+    if _dask.is_dask_collection(X):  # the ensemble is the graph's one key; tables per block
+        return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
+                          width=ensemble.n_features + 1, verbose=verbose, desc=desc,
+                          seconds_per_row=semivalue_seconds(ensemble, len(points)),
+                          points=points, weights=weights)
+    game = _games.SemivalueGame(ensemble, points, weights, n_rows_features(X)[0])
     return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
                       width=ensemble.n_features + 1, verbose=verbose, desc=desc,
-                      seconds_per_row=semivalue_seconds(ensemble, len(points)),
-                      points=np.ascontiguousarray(points, dtype=np.float64),
-                      weights=np.ascontiguousarray(weights, dtype=np.float64))
+                      seconds_per_row=semivalue_seconds(ensemble, len(points)), game=game)
 
 
 def expected_value(model):

@@ -16,12 +16,12 @@
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
 from ._forest cimport (
-    Forest, forest_from, path_factors, row_patterns,
+    Forest, forest_from, path_factors, row_patterns, goes_left,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -261,56 +261,167 @@ def pattern_structure(ens):
     }
 
 
-def pattern_tables(structure, const int64_t[::1] leaves, const int64_t[::1] table_start,
-                   const double[::1] points, const double[::1] weights, int n_threads):
-    """T[A, b] for the given leaves (indices into the structure's leaf arrays).
+# Units. A leaf whose sibling is also a leaf (children of node k, split on
+# feature j at bit s) shares its path's features with it, and the two leaves'
+# patterns differ only in bit s: A_left = A, A_right = A with bit s replaced
+# by the bit the row takes to the right. So for single-output trees the pair
+# is tabulated as one unit of 2^(d+1) rows (A, right bit), each the sum of
+# both leaves' value-weighted contributions: a row adds d numbers per pair
+# instead of 2d, for the same memory. Other leaves are units of their own
+# (value-weighted where the tree has one output, unit-valued otherwise).
 
-    ``table_start[i]`` is where leaf ``leaves[i]``'s 2^d x d block starts.
+cdef void leaf_table(const double* r, int64_t d, const double* points, const double* weights,
+                     int64_t m, double scale, double* T, double* work) noexcept nogil:
+    """T[A d + b] = scale (A_b - r_b) sum_l w_l prod_{c != b} ((1 - t_l) r_c + t_l A_c)
+    for every pattern A, by prefix and suffix products (no division, so a
+    zero factor needs no special case). ``work``: 2 d doubles."""
+    cdef double* prefix = work
+    cdef double* factor = work + d
+    cdef int64_t A, b, c, l
+    cdef double tl, product, suffix
+    cdef double* row
+    for A in range(1 << d):
+        row = T + A * d
+        for b in range(d):
+            row[b] = 0.0
+        for l in range(m):
+            tl = points[l]
+            product = weights[l]
+            for c in range(d):
+                prefix[c] = product
+                factor[c] = (1.0 - tl) * r[c] + tl * ((A >> c) & 1)
+                product = product * factor[c]
+            suffix = 1.0
+            for c in range(d - 1, -1, -1):
+                row[c] = row[c] + prefix[c] * suffix
+                suffix = suffix * factor[c]
+        for b in range(d):
+            row[b] = row[b] * scale * (((A >> b) & 1) - r[b])
+
+
+def pattern_tables(structure, units, const int64_t[::1] selected,
+                   const int64_t[::1] table_start, const double[::1] points,
+                   const double[::1] weights, const double[::1] scale_left,
+                   const double[::1] scale_right, int n_threads):
+    """The tables of the given units (indices into ``units``' arrays);
+    ``table_start[i]`` is where unit ``selected[i]``'s block starts. A single
+    leaf's block is T[A, b] (2^d x d) times its ``scale_left``; a pair's is
+    scale_left T_left[A, b] + scale_right T_right[A', b] for (A, right bit)
+    (2^(d+1) x d), A' being A with bit s replaced by the right bit.
     """
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
     cdef const double[::1] ratio = structure["leaf_ratio"]
-    cdef int64_t n_leaves = leaves.shape[0]
-    cdef double[::1] tables = np.empty(table_start[n_leaves] if n_leaves else 0)
+    cdef const int64_t[::1] unit_leaf = units["leaf"]
+    cdef const int64_t[::1] unit_right = units["right"]
+    cdef const int64_t[::1] unit_slot = units["slot"]
+    cdef int64_t n_units = selected.shape[0]
+    cdef double[::1] tables = np.empty(table_start[n_units] if n_units else 0)
     cdef int64_t m = points.shape[0]
     cdef Py_ssize_t i
-    cdef int64_t v, d, A, b, c, l
-    cdef double product, acc, fb, tl
-    cdef const double* r
-    cdef double* row
+    cdef int64_t u, v, rv, d, s, P, A, Ar, b, size
+    cdef double* work
+    cdef double* left
+    cdef double* right
+    cdef double* out
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
-    for i in prange(n_leaves, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        if interrupted(&stop):
+    for i in prange(n_units, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        if failed[0] or interrupted(&stop):
             continue
-        v = leaves[i]
+        u = selected[i]
+        v = unit_leaf[u]
+        rv = unit_right[u]
         d = dim[v]
-        r = &ratio[fstart[v]]
-        for A in range(1 << d):
-            row = &tables[table_start[i] + A * d]
-            for b in range(d):
-                row[b] = 0.0
-            for l in range(m):
-                tl = points[l]
-                product = 1.0
-                for c in range(d):
-                    product = product * ((1.0 - tl) * r[c] + tl * ((A >> c) & 1))
+        out = &tables[table_start[i]]
+        work = <double*> malloc(2 * (d + 1) * sizeof(double))
+        if work == NULL:
+            failed[0] = 1
+            continue
+        if rv < 0:
+            leaf_table(&ratio[fstart[v]], d, &points[0], &weights[0], m, scale_left[u], out,
+                       work)
+        else:
+            size = (<int64_t> 1) << d
+            left = <double*> malloc(2 * size * d * sizeof(double))
+            if left == NULL:
+                failed[0] = 1
+                free(work)
+                continue
+            right = left + size * d
+            leaf_table(&ratio[fstart[v]], d, &points[0], &weights[0], m, scale_left[u], left,
+                       work)
+            leaf_table(&ratio[fstart[rv]], d, &points[0], &weights[0], m, scale_right[u], right,
+                       work)
+            s = unit_slot[u]
+            for P in range(2 * size):
+                A = P & (size - 1)
+                Ar = (A & ~((<int64_t> 1) << s)) | ((P >> d) << s)
                 for b in range(d):
-                    fb = (1.0 - tl) * r[b] + tl * ((A >> b) & 1)
-                    if fb != 0.0:  # fb = 0 only where R = A = 0: no contribution
-                        row[b] = row[b] + weights[l] * product / fb
-            for b in range(d):
-                row[b] = row[b] * (((A >> b) & 1) - r[b])
+                    out[P * d + b] = left[A * d + b] + right[Ar * d + b]
+            free(left)
+        free(work)
     interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the pattern tables' scratch space")
     return np.asarray(tables)
 
 
-def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
-                       const double[::1] tables, const int64_t[::1] table_start,
+cdef enum:
+    BLOCK_ROWS = 512  # rows sharing a unit's table while in cache
+    SUB = 64          # rows whose patterns are computed together
+
+
+cdef void sub_patterns(
+    const Forest* f, int64_t t, const double* X, int64_t stride, int64_t n_rows,
+    const int64_t* node_slot, uint8_t* left_taken, uint32_t* pattern,
+) noexcept nogil:
+    """row_patterns for ``n_rows`` <= SUB rows (row r at X + r stride), node
+    by node: ``pattern[k SUB + r]``, ``left_taken[k SUB + r]`` (local node k).
+    Tabulated trees have at most 32 distinct features on a path."""
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t n = f.tree_start[t + 1] - start
+    cdef int64_t kk, k, p, b, r
+    cdef uint32_t mask, is_left
+    cdef bint repeated
+    cdef uint32_t* here
+    cdef const uint32_t* above
+    cdef const uint8_t* taken
+    for r in range(n_rows):
+        pattern[r] = 0
+        left_taken[r] = goes_left(f, start, X + r * stride)
+    for kk in range(1, n):
+        k = start + kk
+        p = f.parent[k] - start
+        b = node_slot[k]
+        mask = ~((<uint32_t> 1) << b)
+        is_left = f.left[start + p] == k
+        repeated = f.prev_same[k] >= 0
+        here = pattern + kk * SUB
+        above = pattern + p * SUB
+        taken = left_taken + p * SUB
+        if repeated:
+            for r in range(n_rows):
+                here[r] = (above[r] & mask) | (((taken[r] == is_left) & (above[r] >> b)) << b)
+        else:
+            for r in range(n_rows):
+                here[r] = (above[r] & mask) | ((<uint32_t> (taken[r] == is_left)) << b)
+        if f.left[k] >= 0:
+            for r in range(n_rows):
+                left_taken[kk * SUB + r] = goes_left(f, k, X + r * stride)
+
+
+def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
+                       const int64_t[::1] trees, const double[::1] tables,
+                       const int64_t[::1] table_start, bint scaled,
                        double[:, :, ::1] out, int n_threads):
     """Add the tabulated contributions of ``trees`` to ``out`` (n_rows, n_outputs, p).
 
-    ``table_start`` is indexed by the structure's leaf index (-1 where the
-    leaf's tree is not tabulated).
+    ``table_start`` is indexed by unit (-1 where the unit's tree is not
+    tabulated). ``scaled``: the tables hold value-weighted contributions (one
+    output per tree), else unit-valued ones of single leaves. Rows go in
+    blocks; in a block, tree by tree, first every row's pattern at every
+    unit, then unit by unit, so that a unit's table stays in cache.
     """
     cdef Forest f = forest_from(ens)
     cdef const int64_t[::1] node_slot = structure["node_slot"]
@@ -318,30 +429,36 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
     cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef const int64_t[::1] unit_leaf = units["leaf"]
+    cdef const int64_t[::1] unit_right = units["right"]
+    cdef const int64_t[::1] unit_slot = units["slot"]
+    cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
     cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t block = 64
+    cdef int64_t block = BLOCK_ROWS
     cdef int64_t n_blocks = (n_rows + block - 1) // block
     cdef int64_t W = f.n_values
-    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef int64_t max_units = int(np.max(np.diff(units["tree_unit_start"]), initial=1))
     cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, n, kk, k, p, b, v, d, o, w, e, lv, n_leaves
-    cdef uint64_t bit, A
+    cdef int64_t i, i0, i1, ti, t, start, n, u, v, rv, d, o, w, e, uu, n_units
+    cdef uint64_t A
     cdef double value
     cdef const double* table
     cdef const double* row
+    cdef const int64_t* feat
+    cdef double* orow
     cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef uint64_t* leaf_pattern
+    cdef uint32_t* pattern
+    cdef uint32_t* unit_offset
+    cdef int64_t r0, nr, r, a, c, s, sb
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
+        left_taken = <uint8_t*> malloc(f.max_tree_nodes * SUB * sizeof(uint8_t))
+        pattern = <uint32_t*> malloc(f.max_tree_nodes * SUB * sizeof(uint32_t))
+        unit_offset = <uint32_t*> malloc(block * max_units * sizeof(uint32_t))
+        if left_taken == NULL or pattern == NULL or unit_offset == NULL:
             failed[0] = 1
         for bi in prange(n_blocks, schedule="dynamic"):
             if failed[0] or interrupted(&stop):
@@ -354,34 +471,54 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1
                 n = f.tree_start[t + 1] - start
                 if n == 1:
                     continue
-                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
-                # 1. every row's pattern at every leaf
-                for i in range(i0, i1):
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                    for lv in range(n_leaves):
-                        leaf_pattern[(i - i0) * n_leaves + lv] = (
-                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
-                # 2. leaf by leaf, so that a leaf's table stays in cache for the block
-                for lv in range(n_leaves):
-                    v = tree_leaf_start[t] + lv
-                    d = dim[v]
-                    e = fstart[v]
-                    table = &tables[table_start[v]]
-                    for i in range(i0, i1):
-                        row = table + leaf_pattern[(i - i0) * n_leaves + lv] * d
-                        if W == 1:
-                            value = f.value[leaf_node[v]]
-                            o = f.tree_output[t]
-                            for b in range(d):
-                                out[i, o, feature[e + b]] += value * row[b]
+                n_units = tree_unit_start[t + 1] - tree_unit_start[t]
+                # 1. every row's pattern (and right bit) at every unit: node by
+                # node for SUB rows at a time (independent rows, no chain)
+                for sb in range((i1 - i0 + SUB - 1) // SUB):
+                    r0 = i0 + sb * SUB
+                    nr = min(<int64_t> SUB, i1 - r0)
+                    sub_patterns(&f, t, &X[r0, 0], X.shape[1], nr, &node_slot[0],
+                                 left_taken, pattern)
+                    for uu in range(n_units):
+                        u = tree_unit_start[t] + uu
+                        v = unit_leaf[u]
+                        rv = unit_right[u]
+                        a = (leaf_node[v] - start) * SUB
+                        if rv >= 0:
+                            c = (leaf_node[rv] - start) * SUB
+                            s = unit_slot[u]
+                            for r in range(nr):
+                                unit_offset[uu * block + (r0 - i0) + r] = (
+                                    (pattern[a + r] | (((pattern[c + r] >> s) & 1) << dim[v]))
+                                    * dim[v])
                         else:
+                            for r in range(nr):
+                                unit_offset[uu * block + (r0 - i0) + r] = pattern[a + r] * dim[v]
+                # 2. unit by unit
+                for uu in range(n_units):
+                    u = tree_unit_start[t] + uu
+                    v = unit_leaf[u]
+                    d = dim[v]
+                    feat = &feature[fstart[v]]
+                    table = &tables[table_start[u]]
+                    if scaled:
+                        o = f.tree_output[t]
+                        for i in range(i0, i1):
+                            row = table + unit_offset[uu * block + (i - i0)]
+                            orow = &out[i, o, 0]
+                            for e in range(d):
+                                orow[feat[e]] += row[e]
+                    else:
+                        for i in range(i0, i1):
+                            row = table + unit_offset[uu * block + (i - i0)]
                             for w in range(W):
                                 value = f.value[leaf_node[v] * W + w]
-                                for b in range(d):
-                                    out[i, w, feature[e + b]] += value * row[b]
+                                orow = &out[i, w, 0]
+                                for e in range(d):
+                                    orow[feat[e]] += value * row[e]
         free(left_taken)
         free(pattern)
-        free(leaf_pattern)
+        free(unit_offset)
     interrupt_raise(&stop)
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
@@ -748,3 +885,4 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     if failed[0]:
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(zeta)
+
