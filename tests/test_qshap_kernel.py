@@ -286,7 +286,7 @@ def test_pair_table_blocks_give_the_same_values(seed, p, depths):
     """Forcing small blocks (every pair its own block; a few pairs; a few
     blocks) gives the values of one table per tree, for any threads, and
     both match brute force (seed 3: a tree of 72 leaves, whose one table is
-    built in two segments)."""
+    built in two segments), also over several groups of rows."""
     ens, X = mixed_ensemble(seed, p=p, depths=depths, zero_covers=False)
     X = X[:12 if p == 5 else 5]  # brute force over 2^6 coalitions of 72 leaves is slow
     tables = _qshap._PairTables(ens, ens.n_path_features)
@@ -309,6 +309,15 @@ def test_pair_table_blocks_give_the_same_values(seed, p, depths):
             got = _qshap.r2_terms(ens, X, a, b, points, weights, n_threads,
                                   block_bytes=block_bytes)
             np.testing.assert_array_equal(got, one)
+    # 300 rows: several groups of rows (each building the blocks' tables)
+    many = random_data(np.random.default_rng(seed + 100), 300, p, nan_fraction=0.2)
+    a = rng.normal(size=(len(many), ens.n_trees))
+    b = rng.normal(size=(len(many), ens.n_trees))
+    a[::7] = 0.0
+    one = _qshap.r2_terms(ens, many, a, b, points, weights, 1, block_bytes=1e9)
+    for n_threads in (1, 2):
+        got = _qshap.r2_terms(ens, many, a, b, points, weights, n_threads, block_bytes=500)
+        np.testing.assert_array_equal(got, one)
 
 
 def test_deep_lightgbm_trees_take_blocked_tables():

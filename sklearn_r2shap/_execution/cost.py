@@ -8,8 +8,9 @@ tree's quadrature points; or, for the other trees, by a walk of every leaf
 against every node of the subtrees beside it (pairs grouped by lowest
 common ancestor): sum over internal nodes w of leaves(left of w) *
 nodes(right of w), plus one term per leaf, times the tree's quadrature
-points n_t. The tables are built once per tree and block of rows, at one
-operation per shared feature and point; a block takes enough rows that this
+points n_t. The tables are built once per tree and block of rows (tables
+larger than the kernel's block size once per group of rows, ROW_GROUPS
+groups per block), at one operation per shared feature and point; a block takes enough rows that this
 is at most EXACT_BUILD_SHARE of its work (:func:`exact_rows_per_block`).
 The sampled kernel makes one pass over each tree per row, of width
 2 K (p_t + 1) (K antithetic pairs of feature orders, p_t features the tree
@@ -44,7 +45,7 @@ __all__ = ["CostEstimate", "estimate_cost"]
 # point of a pair or of a shared feature of a pair (tables), a (leaf, node)
 # point of the walk; per block of rows, a point of a shared feature (building
 # the tables)
-EXACT_SECONDS_PER_TABLE_POINT = 0.8e-9
+EXACT_SECONDS_PER_TABLE_POINT = 0.9e-9
 EXACT_SECONDS_PER_WALK_POINT = 4.0e-9
 EXACT_SECONDS_PER_BUILD_POINT = 2.5e-9
 #: fewest rows per block of the exact algorithm, and the most of a block's
@@ -150,7 +151,11 @@ def _exact_parts(ensemble):
     tree_m = np.clip(_qshap.tree_rule_sizes(ensemble), 1, m_exact)
     pair_m = np.minimum(tree_m, (tables.max_union + 1) // 2)
     table_points = ((tables.n_pairs + tables.n_entries) * pair_m)[by_pairs].sum()
-    build_points = (tables.n_entries * pair_m)[by_pairs].sum()
+    # a tree whose tables pass the block size is built once per group of rows
+    per_entry, per_pair = _qshap.entry_bytes(1)
+    size = tables.n_entries * (per_entry + 16 * (pair_m - 1)) + tables.n_pairs * per_pair
+    builds = np.where(size > _qshap.DEFAULT_BLOCK_BYTES, _qshap.ROW_GROUPS, 1)
+    build_points = (tables.n_entries * pair_m * builds)[by_pairs].sum()
     # the kernel skips single-leaf trees
     walks = ~by_pairs & (np.diff(np.asarray(ensemble.tree_start)) > 1)
     walk_points = (_qshap_sampled.cost_units(ensemble) * tree_m)[walks].sum()
@@ -167,8 +172,9 @@ def _block_rows(row, build):
 
 def exact_rows_per_block(ensemble):
     """Fewest rows per block of the exact algorithm: the kernel builds each
-    tree's tables once per block, so a block takes enough rows that building
-    is at most EXACT_BUILD_SHARE of its work, and at least EXACT_MIN_BLOCK_ROWS."""
+    tree's tables once per block (large tables once per group of its rows), so
+    a block takes enough rows that building is at most EXACT_BUILD_SHARE of
+    its work, and at least EXACT_MIN_BLOCK_ROWS."""
     row, build, _ = _exact_parts(ensemble)
     return _block_rows(row, build)
 

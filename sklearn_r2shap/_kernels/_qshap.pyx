@@ -42,6 +42,7 @@ import numpy as np
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 from ._forest cimport (
     Forest, forest_from, next_node, row_patterns,
@@ -302,17 +303,26 @@ cdef void tree_square_gradient(
 # is small (a whole-tree table of 10 MB, random forests of depth 8 on 10
 # features, made the tables 1.7x slower than the walk). So a tree's pairs, in
 # row-major order of the upper triangle, are cut into blocks whose tables
-# take at most ``block_bytes`` (DEFAULT_BLOCK_BYTES; ENTRY_BYTES per shared
-# feature and node plus PAIR_BYTES per pair). A tree of one block is summed
-# row by row from its table. A tree of several blocks is summed block by
-# block: the rows of a group (at most ROW_STATE_BYTES of per-row U_l and Q_l
-# kept between blocks) first get their leaf products and diagonal pairs,
-# then every block's table is built and all rows of the group run through its
-# pairs, then the rows get their one-path credits. A row adds the same terms
-# in the same order as from one table, so both give the same values; blocks
-# and groups are fixed by the tree and the rows, never by the threads.
+# take at most ``block_bytes`` (DEFAULT_BLOCK_BYTES; 16 m + 26 bytes per shared
+# feature of a pair at m nodes, plus 8 per pair: entry_bytes). A tree of one block is
+# summed row by row from its table. A tree of several blocks is summed block
+# by block, by groups of rows (ROW_GROUPS per call, at most ROW_STATE_BYTES of
+# per-row U_l and Q_l kept between blocks): a thread takes a group, gives its
+# rows their leaf products and diagonal pairs, then builds every block's table
+# in turn (its own copy: threads never wait for each other between blocks,
+# which on a machine shared with other work costs more than building) and runs
+# the group's rows through its pairs, then gives the rows their one-path
+# credits. A row adds the same terms in the same order as from one table, so
+# both give the same values; blocks and groups are fixed by the tree and the
+# rows, never by the threads.
 DEFAULT_BLOCK_BYTES = 1 << 19
-cdef double ROW_STATE_BYTES = 16.0 * 1024 * 1024
+cdef double ROW_STATE_BYTES = 8.0 * 1024 * 1024
+# groups of rows per call for trees of several blocks: each group builds the
+# tables (in the thread that takes it, without waiting for the others), so a
+# call of n rows shares each table among max(n / ROW_GROUPS, MIN_GROUP_ROWS)
+# rows (building costs a few rows' pass over the pairs)
+ROW_GROUPS = 8
+MIN_GROUP_ROWS = 64
 cdef double MIN_RATIO = 1e-12
 # max_union is counted pair by pair up to this many pairs in a tree; beyond,
 # its bound min(2 d_t - 1, F_t) (which gives the tree's own rule, n_t)
@@ -996,7 +1006,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     max_block_pairs = max_block_entries = max_blocked_leaves = 0
     for t in np.flatnonzero(np.asarray(tables.by_pairs) & np.asarray(used)):
         plans[t] = tables.blocks(t, tree_m[t], block_bytes)
-        blocks = plans[t][0][:-1]
+        blocks = plans[t][0][:len(plans[t][0]) - 1]
         max_block_pairs = max(max_block_pairs, int(blocks[:, 2].max()))
         max_block_entries = max(max_block_entries, int(blocks[:, 3].max()))
         if len(blocks) > 1:
@@ -1024,13 +1034,25 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     # the other leaf tables (alone, kappa live in psi_table, kappa_table)
     cdef double[:, ::1] leaf_buffers = np.zeros((8, max(1, tables.max_slots * m)))
     cdef double[::1] neg_inv_1mt = np.zeros(m)
-    # trees of several blocks: U and Q of a group of rows, kept between blocks
-    cdef Py_ssize_t group_rows = max(1, min(n_rows, int(
+    # trees of several blocks: groups of rows (GROUPS per call, at most
+    # ROW_STATE_BYTES of U and Q per group), by the rows and the trees only
+    cdef Py_ssize_t group_rows = max(1, min(max((n_rows + ROW_GROUPS - 1) // ROW_GROUPS,
+                                                MIN_GROUP_ROWS), int(
         ROW_STATE_BYTES // max(1, max_blocked_leaves * (16 * m + 8)))))
-    cdef double[::1] group_V = np.zeros(max(1, group_rows * max_blocked_leaves * m))
-    cdef double[::1] group_Q = np.zeros(max(1, group_rows * max_blocked_leaves * m))
-    cdef uint64_t[::1] group_pattern = np.zeros(max(1, group_rows * max_blocked_leaves),
-                                                dtype=np.uint64)
+    cdef Py_ssize_t n_groups, g, r
+    cdef int64_t n_block_entries = max(1, max_block_entries), n_block_pairs = max_block_pairs
+    cdef int64_t prefix, sg
+    cdef double* own_psi
+    cdef double* own_kappa
+    cdef int64_t* own_start
+    cdef uint8_t* own_bit1
+    cdef uint8_t* own_bit2
+    cdef int64_t* own_feature
+    cdef int32_t* own_offset
+    cdef int64_t* own_slot_of
+    cdef double* own_V
+    cdef double* own_Q
+    cdef uint64_t* own_pattern
     cdef const int64_t[:, ::1] block
     cdef const int64_t[:, ::1] segment
     cdef int64_t n_blocks, blk
@@ -1097,67 +1119,89 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         &out[i, 0])
                 row_free(&rs)
         elif by_pairs[t]:
-            # several blocks (module comment): rows in fixed groups; per group,
-            # leaf products, then each block's table and its pairs, then credits
-            for g0 in range(0, n_rows, group_rows):
-                g1 = min(n_rows, g0 + group_rows)
-                with nogil, parallel(num_threads=n_threads):
-                    rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                    if row_failed(&rs):
-                        failed[0] = 1
-                    for i in prange(g0, g1, schedule="dynamic", chunksize=8):
-                        if failed[0] or interrupted(&stop):
-                            continue
-                        if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                            continue
-                        at = (i - g0) * n_leaves
-                        row_patterns(&f, t, &X[i, 0], &node_slot[0], rs.left_taken, rs.pattern)
-                        for lv in range(n_leaves):
-                            group_pattern[at + lv] = rs.pattern[leaf_node[ls + lv] - start]
-                        leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
-                                      &ratio[base], &rho[ls], &lt, &group_pattern[at],
-                                      &rule_weights[mt - 1, 0], mt, square_coef[i, t],
-                                      &group_V[at * mt], &group_Q[at * mt], rs.P, &out[i, 0])
-                    row_free(&rs)
-                for blk in range(n_blocks):
+            # several blocks (module comment): rows in fixed groups, one group at
+            # a time per thread, each thread with its own copy of the tables (no
+            # barrier between blocks); per group, leaf products, then each
+            # block's table and its pairs, then credits
+            prefix = mt + leaf_slots * mt
+            n_groups = (n_rows + group_rows - 1) // group_rows
+            with nogil, parallel(num_threads=n_threads):
+                rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
+                own_psi = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
+                own_kappa = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
+                own_start = <int64_t*> malloc((n_block_pairs + 1) * sizeof(int64_t))
+                own_bit1 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
+                own_bit2 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
+                own_feature = <int64_t*> malloc(n_block_entries * sizeof(int64_t))
+                own_offset = <int32_t*> malloc(4 * n_block_entries * sizeof(int32_t))
+                own_slot_of = <int64_t*> malloc(max(1, f.n_features) * sizeof(int64_t))
+                own_V = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
+                own_Q = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
+                own_pattern = <uint64_t*> malloc(group_rows * n_leaves * sizeof(uint64_t))
+                if (row_failed(&rs) or own_psi == NULL or own_kappa == NULL or own_start == NULL
+                        or own_bit1 == NULL or own_bit2 == NULL or own_feature == NULL
+                        or own_offset == NULL or own_slot_of == NULL or own_V == NULL
+                        or own_Q == NULL or own_pattern == NULL):
+                    failed[0] = 1
+                else:
+                    memcpy(own_psi, &psi_table[0], prefix * sizeof(double))
+                    memcpy(own_kappa, &kappa_table[0], prefix * sizeof(double))
+                    for k in range(f.n_features):
+                        own_slot_of[k] = -1
+                for g in prange(n_groups, schedule="dynamic", chunksize=1):
                     if failed[0] or interrupted(&stop):
-                        break
-                    with nogil:
-                        build_block(n_leaves, &segment[0, 0], block[blk, 4], block[blk + 1, 4],
-                                    &dim[ls], &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
-                                    f.n_features, &pair_start[0], &bit1[0], &bit2[0],
-                                    &entry_feature[0], &offset[0],
-                                    &psi_table[mt + leaf_slots * mt],
-                                    &kappa_table[mt + leaf_slots * mt], &rule_points[mt - 1, 0],
-                                    &rule_weights[mt - 1, 0], n_threads, &failed[0])
-                        pair_start[block[blk, 2]] = block[blk, 3]
-                    if failed[0]:
-                        break
-                    for i in prange(g0, g1, schedule="dynamic", chunksize=8, nogil=True,
-                                    num_threads=n_threads):
-                        if interrupted(&stop) or square_coef[i, t] == 0.0:
+                        continue
+                    g0 = g * group_rows
+                    g1 = min(n_rows, g0 + group_rows)
+                    for r in range(g0, g1):
+                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
-                        at = (i - g0) * n_leaves
-                        pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
-                                   &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
-                                   &offset[0], &psi_table[0], &kappa_table[0],
-                                   &group_pattern[at], &group_V[at * mt], &group_Q[at * mt],
-                                   square_coef[i, t], &out[i, 0], mt)
-                with nogil, parallel(num_threads=n_threads):
-                    rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                    if row_failed(&rs):
-                        failed[0] = 1
-                    for i in prange(g0, g1, schedule="dynamic", chunksize=8):
-                        if failed[0] or interrupted(&stop):
+                        at = (r - g0) * n_leaves
+                        row_patterns(&f, t, &X[r, 0], &node_slot[0], rs.left_taken, rs.pattern)
+                        for lv in range(n_leaves):
+                            own_pattern[at + lv] = rs.pattern[leaf_node[ls + lv] - start]
+                        leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
+                                      &ratio[base], &rho[ls], &lt, &own_pattern[at],
+                                      &rule_weights[mt - 1, 0], mt, square_coef[r, t],
+                                      &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
+                    for blk in range(n_blocks):
+                        for sg in range(block[blk, 4], block[blk + 1, 4]):
+                            pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
+                                         segment[sg, 2], segment[sg, 4], &dim[ls],
+                                         &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
+                                         own_slot_of, own_start + segment[sg, 3], own_bit1,
+                                         own_bit2, own_feature, own_offset, own_psi + prefix,
+                                         own_kappa + prefix, &rule_points[mt - 1, 0],
+                                         &rule_weights[mt - 1, 0])
+                        own_start[block[blk, 2]] = block[blk, 3]
+                        for r in range(g0, g1):
+                            if square_coef[r, t] == 0.0:
+                                continue
+                            at = (r - g0) * n_leaves
+                            pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
+                                       own_start, own_bit1, own_bit2, own_feature, own_offset,
+                                       own_psi, own_kappa, &own_pattern[at], &own_V[at * mt],
+                                       &own_Q[at * mt], square_coef[r, t], &out[r, 0], mt)
+                    for r in range(g0, g1):
+                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
-                        if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                            continue
-                        at = (i - g0) * n_leaves
+                        at = (r - g0) * n_leaves
                         leaf_credits(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
-                                     &rho[ls], &lt, &group_pattern[at], &rule_weights[mt - 1, 0],
-                                     &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t],
-                                     &group_V[at * mt], &group_Q[at * mt], rs.wP, &out[i, 0])
-                    row_free(&rs)
+                                     &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
+                                     &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
+                                     &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])
+                row_free(&rs)
+                free(own_psi)
+                free(own_kappa)
+                free(own_start)
+                free(own_bit1)
+                free(own_bit2)
+                free(own_feature)
+                free(own_offset)
+                free(own_slot_of)
+                free(own_V)
+                free(own_Q)
+                free(own_pattern)
         else:
             with nogil, parallel(num_threads=n_threads):
                 sc = scratch_alloc(f.max_tree_nodes, m, 1)
