@@ -20,6 +20,14 @@ LightGBM 255 leaves; 100 trees, --rows rows), each pair of runs back to
 back so both see the same machine load; the target ratios (15x, 10x, 10x)
 are printed beside the measured ones.
 
+Deep LightGBM (``--deep-lightgbm ROWS``): only the issue's deep case,
+LightGBM with 255 leaves, 100 trees and ``min_child_samples=5`` (every tree
+has 255 leaves; their leaf-pair tables are 10-60 MB, which the kernel
+builds in blocks), fitted on --rows rows and decomposed on the first ROWS of
+them by ours on 1 thread and qshap on 1 process, back to back (qshap takes
+about 3 s a row there, so ROWS is kept small; both times are linear in the
+rows), target 10x.
+
 Then our time alone as the rows (depth 6, 100 trees), the depth (100 trees,
 2000 rows) and the number of trees (depth 6, 2000 rows) grow; a size whose
 time, extrapolated linearly from the previous size, exceeds --max-seconds is
@@ -28,6 +36,7 @@ not run and its extrapolation is printed instead. Usage::
     python benchmarks/bench_r2.py [--threads 2] [--skip-slow] [--no-qshap]
                                   [--no-scaling] [--max-seconds 600] [--quick]
                                   [--equal-threads | --equal-threads-only]
+                                  [--deep-lightgbm ROWS]
 """
 import argparse
 import multiprocessing
@@ -84,7 +93,7 @@ def leaves_per_tree(model):
 def ours(model, X, y, threads):
     from sklearn_r2shap import r2_decomposition
 
-    return r2_decomposition(model, X, y, n_jobs=threads, algorithm="exact").importances
+    return r2_decomposition(model, X, y, n_jobs=threads, algorithm="exact").shares
 
 
 def run_qshap(model, X, y, n_proc):
@@ -145,6 +154,23 @@ def equal_threads(args, X, y):
                      qshap_t, target, float(np.max(np.abs(theirs - ours_r2)))))
         print(f"  done: {name}", flush=True)
     return rows
+
+
+def deep_lightgbm(args, X, y):
+    """Ours on 1 thread against qshap on 1 process, LightGBM 255 leaves with
+    min_child_samples=5, on the first args.deep_lightgbm rows."""
+    import lightgbm as lgb
+    from sklearn_r2shap import to_ensemble
+
+    model = lgb.LGBMRegressor(n_estimators=100, num_leaves=255, min_child_samples=5,
+                              learning_rate=0.1, n_jobs=1, verbose=-1,
+                              random_state=0).fit(X, y)
+    rows, target = X[:args.deep_lightgbm], y[:args.deep_lightgbm]
+    ours_t, ours_r2 = timed(lambda: ours(model, rows, target, 1), 1)
+    qshap_t, theirs = timed(lambda: run_qshap(model, rows, target, 1), 1)
+    name = "LGBMRegressor, num_leaves 255, min_child_samples 5, 100 trees"
+    return [(name, leaves_per_tree(model), to_ensemble(model).n_path_features, ours_t, qshap_t,
+             10.0, float(np.max(np.abs(theirs - ours_r2))))]
 
 
 def grow(sizes, run, max_seconds):
@@ -217,6 +243,9 @@ def main():
                         help="also compare ours on 1 thread with qshap on 1 process")
     parser.add_argument("--equal-threads-only", action="store_true",
                         help="only that comparison")
+    parser.add_argument("--deep-lightgbm", type=int, default=0, metavar="ROWS",
+                        help="only the deep LightGBM case (min_child_samples=5) on ROWS rows, "
+                             "ours on 1 thread against qshap on 1 process")
     args = parser.parse_args()
     args.trees = (100, 500, 200)
     args.qshap_procs = (1, args.threads) if args.threads > 1 else (1,)
@@ -234,17 +263,19 @@ def main():
     ours(tiny, X[:100], y[:100], args.threads)
     if not args.no_qshap:
         run_qshap(tiny, X[:100], y[:100], 1)
-    if args.equal_threads or args.equal_threads_only:
-        even = equal_threads(args, X, y)
+    if args.equal_threads or args.equal_threads_only or args.deep_lightgbm:
+        even = deep_lightgbm(args, X, y) if args.deep_lightgbm else equal_threads(args, X, y)
+        decomposed = args.deep_lightgbm or args.rows
         print(f"# {platform.node()} | {platform.processor() or platform.machine()} | "
-              f"{args.rows} rows, {N_FEATURES} features, learning rate 0.1 | {versions()}")
+              f"fitted on {args.rows} rows, decomposed on {decomposed}, {N_FEATURES} features, "
+              f"learning rate 0.1 | {versions()}")
         print("| model | leaves / tree | path features | ours s (1 thread) | qshap s (1 proc) "
               "| qshap / ours | target | max abs diff R2_j |")
         print("|---|---|---|---|---|---|---|---|")
         for name, leaves, m, ours_t, qshap_t, target, diff in even:
             print(f"| {name} | {leaves:.1f} | {m} | {ours_t:.2f} | {qshap_t:.2f} "
                   f"| {qshap_t / ours_t:.1f}x | {target:.0f}x | {diff:.1e} |")
-        if args.equal_threads_only:
+        if args.equal_threads_only or args.deep_lightgbm:
             return
         print()
     rows = compare(args, X, y)

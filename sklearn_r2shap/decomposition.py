@@ -22,7 +22,7 @@ from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
-from ._execution.cost import ensemble_cost, per_row_seconds
+from ._execution.cost import ensemble_cost, exact_rows_per_block, per_row_seconds
 from ._games import r2 as _r2
 from ._kernels import _qshap_sampled
 from ._model import to_ensemble
@@ -276,8 +276,8 @@ def _choose(plan, n_rows, n_jobs, block_threads, algorithm, exact_budget, n_perm
     plan.chunk_rows = _local.block_rows_for(exact_row if plan.algorithm == "exact"
                                             else sampled_row)
     if plan.algorithm == "exact":
-        # the kernel tabulates each tree once per call: a few rows' worth of work
-        plan.chunk_rows = max(plan.chunk_rows, _r2._EXACT_MIN_CHUNK_ROWS)
+        # the kernel tabulates each tree once per call: enough rows to share it
+        plan.chunk_rows = max(plan.chunk_rows, exact_rows_per_block(single))
     plan.chunk_rows = min(plan.chunk_rows, _r2._chunk_rows(plan.work.n_trees))
     if plan.algorithm == "sampled":
         plan.chunk_rows = min(plan.chunk_rows, max(

@@ -223,3 +223,133 @@ def test_leaf_pair_tables_take_the_trees_they_can():
     expected = ~np.array(has_zero) & (n_leaves >= 2)
     np.testing.assert_array_equal(tables.by_pairs.astype(bool), expected)
     assert expected.any() and (~expected).any()
+
+
+def _pairs_by_sets(ens, tables, t):
+    """Per ordered pair l1 < l2 of tree t's leaves: the shared features of
+    their paths (Python sets, from the tree's nodes)."""
+    paths = []
+    for node in tables.leaf_node[tables.tree_leaf_start[t]:tables.tree_leaf_start[t + 1]]:
+        features = set()
+        while ens.parent[node] >= 0:
+            node = ens.parent[node]
+            features.add(int(ens.feature[node]))
+        paths.append(features)
+    return [len(a & b) for i, a in enumerate(paths) for b in paths[i + 1:]], paths
+
+
+@pytest.mark.parametrize("block_bytes", [1, 3000, 20000, 1e9])
+def test_pair_table_blocks_cover_the_pairs(block_bytes):
+    """A tree's blocks take its pairs in order, each block as large as fits
+    in block_bytes (or one pair), with the shared features the paths have;
+    their segments take each block's pairs in order (a tree of 72 leaves has
+    2,556 pairs: one block of 1e9 bytes, two segments)."""
+    ens, _ = mixed_ensemble(3, p=6, depths=(7, 5, 8), zero_covers=False)
+    tables = _qshap._PairTables(ens, ens.n_path_features)
+    per_entry, per_pair = _qshap.entry_bytes(4)
+    trees = np.flatnonzero(np.diff(tables.tree_leaf_start) >= 3)
+    assert len(trees) >= 2
+    for t in trees:
+        shared, paths = _pairs_by_sets(ens, tables, t)
+        assert tables.n_entries[t] == sum(shared)
+        assert tables.max_union[t] == max(len(a | b) for i, a in enumerate(paths)
+                                          for b in paths[i + 1:])
+        blocks, segments = tables.blocks(t, 4, block_bytes)
+        n_leaves = len(paths)
+        order = [(l1, l2) for l1 in range(n_leaves) for l2 in range(l1 + 1, n_leaves)]
+        assert len(blocks) >= 2 and blocks[-1, 4] == len(segments)
+        if block_bytes == 1e9:
+            assert len(blocks) == 2 and len(segments) == -(-len(order) // 2048)
+        first = 0
+        for k, (l1, l2, pairs, entries, seg) in enumerate(blocks[:-1]):
+            assert order[first] == (l1, l2) and pairs >= 1
+            assert entries == sum(shared[first:first + pairs])
+            size = entries * per_entry + pairs * per_pair
+            assert size <= block_bytes or pairs == 1
+            if first + pairs < len(order):  # the next pair did not fit
+                assert size + shared[first + pairs] * per_entry + per_pair > block_bytes
+            # segments: consecutive, numbered from the block's first pair and entry
+            within = segments[seg:blocks[k + 1, 4]]
+            assert within[:, 2].sum() == pairs and len(within) >= 1
+            for s1, s2, s_pairs, s_first, s_entry in within:
+                assert order[first + s_first] == (s1, s2)
+                assert s_entry == sum(shared[first:first + s_first])
+            first += pairs
+        assert first == len(order)
+        if block_bytes == 1:
+            assert len(blocks) - 1 == len(order)
+
+
+@pytest.mark.parametrize("seed, p, depths", [(0, 5, (6, 2, 4, 7)), (1, 5, (6, 2, 4, 7)),
+                                            (2, 5, (6, 2, 4, 7)), (3, 6, (7, 5, 8))])
+def test_pair_table_blocks_give_the_same_values(seed, p, depths):
+    """Forcing small blocks (every pair its own block; a few pairs; a few
+    blocks) gives the values of one table per tree, for any threads, and
+    both match brute force (seed 3: a tree of 72 leaves, whose one table is
+    built in two segments), also over several groups of rows."""
+    ens, X = mixed_ensemble(seed, p=p, depths=depths, zero_covers=False)
+    X = X[:12 if p == 5 else 5]  # brute force over 2^6 coalitions of 72 leaves is slow
+    tables = _qshap._PairTables(ens, ens.n_path_features)
+    several_leaves = np.diff(tables.tree_leaf_start) >= 2
+    assert tables.by_pairs[several_leaves].all() and several_leaves.sum() >= 2
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(len(X), ens.n_trees))
+    b = rng.normal(size=(len(X), ens.n_trees))
+    a[0, 1] = b[0, 1] = 0.0
+    a[1] = 0.0  # linear terms only: the rows skip the pairs
+    points, weights = gauss_rule(ens.n_path_features)
+    one = _qshap.r2_terms(ens, X, a, b, points, weights, 1, block_bytes=1e9)
+    expected = brute_force_terms(ens, X, a, b, shapley_weight(ens.n_features))
+    np.testing.assert_allclose(one, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    for block_bytes in (1, 500, 5000):
+        n_blocks = [len(tables.blocks(t, ens.n_path_features, block_bytes)[0]) - 1
+                    for t in range(ens.n_trees)]
+        assert max(n_blocks) > 1
+        for n_threads in (1, 2):
+            got = _qshap.r2_terms(ens, X, a, b, points, weights, n_threads,
+                                  block_bytes=block_bytes)
+            np.testing.assert_array_equal(got, one)
+    # 300 rows: several groups of rows (each building the blocks' tables)
+    many = random_data(np.random.default_rng(seed + 100), 300, p, nan_fraction=0.2)
+    a = rng.normal(size=(len(many), ens.n_trees))
+    b = rng.normal(size=(len(many), ens.n_trees))
+    a[::7] = 0.0
+    one = _qshap.r2_terms(ens, many, a, b, points, weights, 1, block_bytes=1e9)
+    for n_threads in (1, 2):
+        got = _qshap.r2_terms(ens, many, a, b, points, weights, n_threads, block_bytes=500)
+        np.testing.assert_array_equal(got, one)
+
+
+def test_deep_lightgbm_trees_take_blocked_tables():
+    """LightGBM trees of 255 leaves (min_child_samples=5): every tree takes
+    the tables, in several blocks at the default size; forced small blocks,
+    the default, one table per tree and the walk agree, for any threads."""
+    lgb = pytest.importorskip("lightgbm")
+    from dataclasses import replace
+
+    from sklearn_r2shap._model import to_ensemble
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 20))
+    y = X[:, 0] * X[:, 1] + np.sin(3 * X[:, 2]) + 0.3 * X[:, 3:].sum(axis=1) + rng.normal(size=1500)
+    model = lgb.LGBMRegressor(n_estimators=2, num_leaves=255, min_child_samples=5,
+                              learning_rate=0.1, n_jobs=1, verbose=-1, random_state=0).fit(X, y)
+    ens = to_ensemble(model)
+    ens = replace(ens, tree_output=np.zeros(ens.n_trees, dtype=np.int64))
+    tables = _qshap._PairTables(ens, ens.n_path_features)
+    assert tables.by_pairs.all() and (np.diff(tables.tree_leaf_start) > 200).all()
+    m = ens.n_path_features
+    assert all(len(tables.blocks(t, m, _qshap.DEFAULT_BLOCK_BYTES)[0]) > 2
+               for t in range(ens.n_trees))
+    rows = np.ascontiguousarray(X[:4])
+    a = rng.uniform(0.5, 1.5, size=(len(rows), ens.n_trees))
+    b = rng.normal(size=(len(rows), ens.n_trees))
+    points, weights = gauss_rule(m)
+    walk = _qshap.r2_terms(ens, rows, a, b, points, weights, 1, method="walk")
+    one = _qshap.r2_terms(ens, rows, a, b, points, weights, 1, block_bytes=1e12)
+    scale = np.abs(walk).max()
+    np.testing.assert_allclose(one, walk, rtol=0, atol=1e-10 * scale)
+    for block_bytes, n_threads in ((None, 1), (None, 2), (100000, 2), (1e12, 2)):
+        got = _qshap.r2_terms(ens, rows, a, b, points, weights, n_threads,
+                              block_bytes=block_bytes)
+        np.testing.assert_array_equal(got, one)

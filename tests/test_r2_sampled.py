@@ -162,13 +162,31 @@ def _table_units(ens, t, d):
     return (len(pairs) + shared) * nodes
 
 
+def _walk_nodes(ens, t, d):
+    """The tree's Gauss-Legendre nodes, min(d, d_t, ceil(F_t / 2)) (d_t: most
+    features on a path, F_t: the tree's features), by a walk of its paths."""
+    longest, features = 0, set()
+    stack = [(ens.tree_start[t], frozenset())]
+    while stack:
+        node, path = stack.pop()
+        if ens.children_left[node] < 0:
+            longest = max(longest, len(path))
+            continue
+        features.add(int(ens.feature[node]))
+        path = path | {int(ens.feature[node])}
+        stack += [(ens.children_left[node], path), (ens.children_right[node], path)]
+    return max(1, min(d, longest, -(-len(features) // 2)))
+
+
 def _exact_units(ens):
     """The exact kernel's operations per row: tables for the trees that take them
-    (``_PairTables.by_pairs``), the walk (times d) for the others."""
+    (``_PairTables.by_pairs``), the walk (times the tree's nodes) for the others
+    but single leaves (skipped)."""
     by_pairs = _qshap._PairTables(ens, ens.n_path_features).by_pairs
-    return sum(_table_units(ens, t, ens.n_path_features) if by_pairs[t]
-               else _walk_units(ens, t) * ens.n_path_features
-               for t in range(ens.n_trees))
+    d = ens.n_path_features
+    return sum(_table_units(ens, t, d) if by_pairs[t]
+               else _walk_units(ens, t) * _walk_nodes(ens, t, d)
+               for t in range(ens.n_trees) if ens.children_left[ens.tree_start[t]] >= 0)
 
 
 def test_estimate_cost_counts():
@@ -186,6 +204,44 @@ def test_estimate_cost_counts():
     assert "exact" in str(cost) and "sampled" in str(cost)
     with pytest.raises(ValueError):
         estimate_cost(model, -1)
+
+
+def test_estimate_cost_routes_and_growth():
+    """Structure of the exact estimate (never wall time): trees that take the
+    leaf-pair tables are costed per table operation (plus their building,
+    shared by a block of at least exact_rows_per_block rows, at most
+    EXACT_BUILD_SHARE of its work), trees that walk per walk operation; more
+    trees or rows cost more."""
+    from sklearn_r2shap._execution import cost as _cost
+    from sklearn_r2shap._model._ensemble import TreeEnsemble
+    from test_kernels import random_data, random_tree
+    from test_qshap_kernel import mixed_ensemble
+
+    tables, _ = mixed_ensemble(0, zero_covers=False)
+    rng = np.random.default_rng(0)
+    data = random_data(rng, 300, 5)
+    trees = [random_tree(rng, data, 5, depth) for depth in (1, 2, 3, 6, 4)]
+    # the trees with a zero cover (a threshold no row of data passes)
+    walk = TreeEnsemble.from_trees(
+        [tree for tree in trees if (np.asarray(tree.cover) == 0).any()],
+        base_value=np.zeros(1), n_features=5, averaging=False, model_type="random")
+    assert walk.n_trees >= 2
+    assert _qshap._PairTables(tables).by_pairs.any()
+    assert not _qshap._PairTables(walk).by_pairs.any()
+    on_tables = estimate_cost(tables, 100, n_jobs=1)
+    per_op = on_tables.exact_seconds / on_tables.exact_operations
+    assert _cost.EXACT_SECONDS_PER_TABLE_POINT < per_op
+    assert per_op <= _cost.EXACT_SECONDS_PER_TABLE_POINT * (1 + _cost.EXACT_BUILD_SHARE)
+    on_walk = estimate_cost(walk, 100, n_jobs=1)
+    assert on_walk.exact_seconds == pytest.approx(
+        on_walk.exact_operations * _cost.EXACT_SECONDS_PER_WALK_POINT, rel=1e-12)
+    assert _cost.exact_rows_per_block(tables) >= _cost.EXACT_MIN_BLOCK_ROWS
+    costs = [estimate_cost(tables, n, n_jobs=1).exact_seconds for n in (10, 100, 1000)]
+    assert costs[0] < costs[1] < costs[2]
+    # the same first four trees (same seed), without the fifth
+    fewer, _ = mixed_ensemble(0, depths=(1, 2, 3, 6), zero_covers=False)
+    assert fewer.n_trees == tables.n_trees - 1
+    assert estimate_cost(fewer, 100, n_jobs=1).exact_seconds < costs[1]
 
 
 def test_auto_chooses_by_budget():

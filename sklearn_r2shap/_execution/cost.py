@@ -2,17 +2,24 @@
 and the sampled algorithm, and progress with an estimated time left.
 
 The exact kernel takes, per row and tree, every pair of leaves: from
-tables (a tree whose tables fit in a few MB) at one operation per pair and
-per feature the pair's paths share, times the tree's n_t quadrature points;
-or by a walk of every leaf against every node of the subtrees beside it
-(pairs grouped by lowest common ancestor): sum over internal nodes w of
-leaves(left of w) * nodes(right of w), plus one term per leaf, times d (d:
-most distinct features on a path). The sampled kernel makes one pass over each tree per
-row, of width 2 K (p_t + 1) (K antithetic pairs of feature orders, p_t
-features the tree splits on), plus the exact Shapley values of the tree at
-ceil(d / 2) quadrature points. The seconds per operation below were measured
-on one core of an x86-64 machine (CPU time, 2026-11); the estimate is a
-guide to within a factor of a few, not a promise.
+leaf-pair tables (every tree with positive covers; large tables in blocks)
+at one operation per pair and per feature the pair's paths share, times the
+tree's quadrature points; or, for the other trees, by a walk of every leaf
+against every node of the subtrees beside it (pairs grouped by lowest
+common ancestor): sum over internal nodes w of leaves(left of w) *
+nodes(right of w), plus one term per leaf, times the tree's quadrature
+points n_t. The tables are built once per tree and block of rows (tables
+larger than the kernel's block size once per group of rows, ROW_GROUPS
+groups per block), at one operation per shared feature and point; a block takes enough rows that this
+is at most EXACT_BUILD_SHARE of its work (:func:`exact_rows_per_block`).
+The sampled kernel makes one pass over each tree per row, of width
+2 K (p_t + 1) (K antithetic pairs of feature orders, p_t features the tree
+splits on), plus the exact Shapley values of the tree at ceil(d / 2)
+quadrature points. The seconds per operation below were measured on one
+core of an x86-64 machine (CPU time, 2026-11-25, kernel alone, on LightGBM
+trees of 255 leaves, XGBoost trees of depth 6 and 8 and random forests of
+depth 8 and of full depth); ``benchmarks/bench_r2_cost.py`` prints the
+estimate against the measured time.
 
 :func:`semivalue_seconds` estimates the per-row attributions
 (``shap_values`` and the other semivalues) the same way, so that progress
@@ -34,9 +41,17 @@ from .._validation import n_rows_features, resolve_n_jobs
 
 __all__ = ["CostEstimate", "estimate_cost"]
 
-# seconds per operation, one thread (see the module docstring)
-EXACT_SECONDS_PER_TABLE_POINT = 1.5e-9
-EXACT_SECONDS_PER_PAIR_POINT = 3.5e-9
+# seconds per operation, one thread (see the module docstring): per row, a
+# point of a pair or of a shared feature of a pair (tables), a (leaf, node)
+# point of the walk; per block of rows, a point of a shared feature (building
+# the tables)
+EXACT_SECONDS_PER_TABLE_POINT = 0.9e-9
+EXACT_SECONDS_PER_WALK_POINT = 4.0e-9
+EXACT_SECONDS_PER_BUILD_POINT = 2.5e-9
+#: fewest rows per block of the exact algorithm, and the most of a block's
+#: work its table building may take
+EXACT_MIN_BLOCK_ROWS = 32
+EXACT_BUILD_SHARE = 0.05
 SAMPLED_SECONDS_PER_NODE_POINT = 1.25e-8
 SAMPLED_SECONDS_PER_NODE_PREFIX = 5.5e-10
 
@@ -127,23 +142,55 @@ def format_seconds(seconds):
     return f"{seconds / 86400:.0f} days"
 
 
-def per_row_seconds(ensemble, slots, n_permutations):
-    """(exact, sampled) seconds of one row on one thread, and their operation counts."""
-    m_exact, m_sampled = quadrature_sizes(ensemble)
+def _exact_parts(ensemble):
+    """Seconds of the exact kernel on one thread: per row, per block of rows
+    (building the tables), and its operations per row."""
+    m_exact, _ = quadrature_sizes(ensemble)
     tables = _qshap._PairTables(ensemble, m_exact)
     by_pairs = tables.by_pairs.astype(bool)
-    table_points = ((tables.n_pairs + tables.n_entries)
-                    * np.minimum(np.clip(_qshap.tree_rule_sizes(ensemble), 1, m_exact),
-                                 (tables.max_union + 1) // 2))[by_pairs].sum()
-    walk_points = _qshap_sampled.cost_units(ensemble)[~by_pairs].sum() * m_exact
+    tree_m = np.clip(_qshap.tree_rule_sizes(ensemble), 1, m_exact)
+    pair_m = np.minimum(tree_m, (tables.max_union + 1) // 2)
+    table_points = ((tables.n_pairs + tables.n_entries) * pair_m)[by_pairs].sum()
+    # a tree whose tables pass the block size is built once per group of rows
+    per_entry, per_pair = _qshap.entry_bytes(1)
+    size = tables.n_entries * (per_entry + 16 * (pair_m - 1)) + tables.n_pairs * per_pair
+    builds = np.where(size > _qshap.DEFAULT_BLOCK_BYTES, _qshap.ROW_GROUPS, 1)
+    build_points = (tables.n_entries * pair_m * builds)[by_pairs].sum()
+    # the kernel skips single-leaf trees
+    walks = ~by_pairs & (np.diff(np.asarray(ensemble.tree_start)) > 1)
+    walk_points = (_qshap_sampled.cost_units(ensemble) * tree_m)[walks].sum()
+    row = (table_points * EXACT_SECONDS_PER_TABLE_POINT
+           + walk_points * EXACT_SECONDS_PER_WALK_POINT)
+    return row, build_points * EXACT_SECONDS_PER_BUILD_POINT, float(table_points + walk_points)
+
+
+def _block_rows(row, build):
+    if row <= 0:
+        return EXACT_MIN_BLOCK_ROWS
+    return int(max(EXACT_MIN_BLOCK_ROWS, np.ceil(build / (EXACT_BUILD_SHARE * row))))
+
+
+def exact_rows_per_block(ensemble):
+    """Fewest rows per block of the exact algorithm: the kernel builds each
+    tree's tables once per block (large tables once per group of its rows), so
+    a block takes enough rows that building is at most EXACT_BUILD_SHARE of
+    its work, and at least EXACT_MIN_BLOCK_ROWS."""
+    row, build, _ = _exact_parts(ensemble)
+    return _block_rows(row, build)
+
+
+def per_row_seconds(ensemble, slots, n_permutations):
+    """(exact, sampled) seconds of one row on one thread, and their operation
+    counts; the exact seconds include the building of the tables, shared by
+    the rows of a block (at most exact_rows_per_block rows: an upper estimate)."""
+    m_exact, m_sampled = quadrature_sizes(ensemble)
+    row, build, pairs = _exact_parts(ensemble)
     nodes = np.diff(np.asarray(ensemble.tree_start)).astype(float)
     features = np.diff(slots[1]).astype(float)
     trees = features > 0  # single-leaf trees are skipped
     node_points = float(np.sum(nodes[trees])) * m_sampled
     node_prefix = float(np.sum(nodes[trees] * 2 * n_permutations * (features[trees] + 1)))
-    exact = (table_points * EXACT_SECONDS_PER_TABLE_POINT
-             + walk_points * EXACT_SECONDS_PER_PAIR_POINT)
-    pairs = float(table_points + walk_points)
+    exact = row + build / _block_rows(row, build)
     sampled = (node_points * SAMPLED_SECONDS_PER_NODE_POINT
                + node_prefix * SAMPLED_SECONDS_PER_NODE_PREFIX)
     return exact, sampled, pairs, node_points + node_prefix

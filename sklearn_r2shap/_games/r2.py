@@ -107,9 +107,6 @@ def _game_ensemble(ensemble, loss, scale):
     return work, symmetric
 
 
-_EXACT_MIN_CHUNK_ROWS = 32
-
-
 def _chunk_rows(n_trees):
     """Rows per chunk: the (rows, trees) coefficient arrays stay near 32 MB."""
     return int(min(_CHUNK_ROWS, max(16, (1 << 21) // max(1, n_trees))))

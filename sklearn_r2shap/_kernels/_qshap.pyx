@@ -42,6 +42,7 @@ import numpy as np
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 from ._forest cimport (
     Forest, forest_from, next_node, row_patterns,
@@ -280,8 +281,7 @@ cdef void tree_square_gradient(
 
 
 # Leaf-pair tables (the default method; the walk above serves the trees they
-# cannot take: zero covers, paths of more than 64 features, tables beyond
-# PAIR_TABLE_BYTES).
+# cannot take: zero covers, paths of more than 64 features).
 # Write u_j(l) = (1 - t) R_jl + t X_jl for the factor of a feature on one
 # leaf's path, U_l = prod_j u_j(l), and for a pair (l1, l2) the factor of a
 # feature on both paths g_j = (1 - t) R_j1 R_j2 + t X_j1 X_j2. A pair's product
@@ -298,10 +298,55 @@ cdef void tree_square_gradient(
 # and a per-pair value when X1 = X2 = 1. Those are tabulated once per tree;
 # a row then costs, per pair and node, one product per shared feature and
 # one multiply-add per shared feature, without divisions.
-# Tables beyond a few MB no longer stay in cache: there the walk was faster
-# (random forests of depth 8 on 10 features: 10 MB per tree, 1.7x slower)
-cdef double PAIR_TABLE_BYTES = 6.0 * 1024 * 1024
+#
+# Blocks of pairs. A table read row after row stays in cache only while it
+# is small (a whole-tree table of 10 MB, random forests of depth 8 on 10
+# features, made the tables 1.7x slower than the walk). So a tree's pairs, in
+# row-major order of the upper triangle, are cut into blocks whose tables
+# take at most ``block_bytes`` (DEFAULT_BLOCK_BYTES; 16 m + 26 bytes per shared
+# feature of a pair at m nodes, plus 8 per pair: entry_bytes). A tree of one block is
+# summed row by row from its table. A tree of several blocks is summed block
+# by block, by groups of rows (ROW_GROUPS per call, at most ROW_STATE_BYTES of
+# per-row U_l and Q_l kept between blocks): a thread takes a group, gives its
+# rows their leaf products and diagonal pairs, then builds every block's table
+# in turn (its own copy: threads never wait for each other between blocks,
+# which on a machine shared with other work costs more than building) and runs
+# the group's rows through its pairs, then gives the rows their one-path
+# credits. A row adds the same terms in the same order as from one table, so
+# both give the same values; blocks and groups are fixed by the tree and the
+# rows, never by the threads.
+DEFAULT_BLOCK_BYTES = 1 << 19
+cdef double ROW_STATE_BYTES = 8.0 * 1024 * 1024
+# groups of rows per call for trees of several blocks: each group builds the
+# tables (in the thread that takes it, without waiting for the others), so a
+# call of n rows shares each table among max(n / ROW_GROUPS, MIN_GROUP_ROWS)
+# rows (building costs a few rows' pass over the pairs)
+ROW_GROUPS = 8
+MIN_GROUP_ROWS = 64
 cdef double MIN_RATIO = 1e-12
+# max_union is counted pair by pair up to this many pairs in a tree; beyond,
+# its bound min(2 d_t - 1, F_t) (which gives the tree's own rule, n_t)
+cdef int64_t MAX_COUNTED_PAIRS = 1 << 22
+# pairs per segment of a block (its table is built by segments in parallel)
+cdef int64_t SEGMENT_PAIRS = 2048
+
+
+def entry_bytes(m):
+    """Bytes of a block's table per shared feature of a pair (psi and kappa
+    at ``m`` nodes, two pattern bits, the feature, four offsets) and per pair."""
+    return 16 * int(m) + 26, 8
+
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int r2shap_qshap_popcount(unsigned long long v) { return (int)__popcnt64(v); }
+    #else
+    static int r2shap_qshap_popcount(unsigned long long v) { return __builtin_popcountll(v); }
+    #endif
+    """
+    int popcount "r2shap_qshap_popcount" (unsigned long long v) noexcept nogil
 
 
 # one tree; per leaf slot s (a distinct feature of a leaf's path), (m,) each
@@ -316,6 +361,7 @@ cdef struct LeafTables:
     double* diag1    # (1 - t) R^2 + t: X = 1
     double* idiag0   # their inverses
     double* idiag1
+    double* iu1      # 1 / u1 (the psi and kappa of shared features, pair_entries)
 
 
 cdef struct RowScratch:
@@ -376,79 +422,182 @@ cdef void leaf_tables(
             lt.diag1[a] = (1.0 - tl) * r * r + tl
             lt.idiag0[a] = 1.0 / lt.diag0[a]
             lt.idiag1[a] = 1.0 / lt.diag1[a]
+            lt.iu1[a] = 1.0 / u1
 
 
 cdef int64_t pair_entries(
-    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
-    const double* ratio, const double* points, int64_t m, int64_t* slot_of,
+    int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs, int64_t entry_base,
+    const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* ratio, const LeafTables* lt, int64_t m, int64_t* slot_of,
     int64_t* pair_start, uint8_t* bit1, uint8_t* bit2, int64_t* entry_feature,
-    int32_t* offset, double* psi11, double* kappa11, const double* weights,
-    int64_t* max_union,
+    int32_t* offset, double* psi11, double* kappa11, const double* points,
+    const double* weights,
 ) noexcept nogil:
-    """The shared features of every pair l1 < l2 (pair index in row-major
-    order of the upper triangle) and their tables where X1 = X2 = 1 (kappa
-    times the quadrature weight); with NULL outputs, only counts. Returns
-    the number of entries. ``max_union`` (if not NULL): the most distinct
-    features on the paths of a pair.
+    """A segment of a block: the shared features of ``n_pairs`` pairs l1 < l2
+    from (l1_begin, l2_begin) on, in row-major order of the upper triangle,
+    and their tables where X1 = X2 = 1 (kappa times the quadrature weight).
+    Entries are numbered in the block from ``entry_base`` (``pair_start[p]``
+    for the segment's p-th pair; the caller writes the block's last one).
+    ``lt``: the tree's leaf tables (1 / u1 and (1 - R) / u1 per slot).
+    Returns the segment's number of entries.
 
     ``offset[4 e + x]``, x = X1 + 2 X2: where entry e's psi (and kappa)
-    starts in the tree's table [1 / (1 - t) | alone per slot | psi11 per
-    entry], each block m wide (tree_square_pairs)."""
-    cdef int64_t l1, l2, b, b2, s1, s2, l, n_entries = 0, p = 0, shared
+    starts in the table [1 / (1 - t) | alone per slot of the tree | psi11 per
+    entry of the block], each part m wide (tree_square_pairs)."""
+    cdef int64_t l1 = l1_begin, l2, l2_first = l2_begin, l2_end, b, b2, s1, s2, l, e
+    cdef int64_t n_entries = 0, p = 0
     cdef int64_t n_slots = slot_start[n_leaves] - slot_start[0]
-    cdef double a, r1, r2, tl, u1, u2, g
-    for l1 in range(n_leaves):
+    cdef double a, tl, g
+    cdef const double* iu1
+    cdef const double* iu2
+    cdef const double* c1
+    cdef const double* c2
+    while p < n_pairs:
         for b in range(dim[l1]):
             slot_of[feature[slot_start[l1] + b]] = b
-        for l2 in range(l1 + 1, n_leaves):
-            if pair_start != NULL:
-                pair_start[p] = n_entries
+        l2_end = min(n_leaves, l2_first + (n_pairs - p))
+        for l2 in range(l2_first, l2_end):
+            pair_start[p] = entry_base + n_entries
             p += 1
-            shared = n_entries
             for b2 in range(dim[l2]):
                 s2 = slot_start[l2] + b2
                 b = slot_of[feature[s2]]
                 if b < 0:
                     continue
-                if pair_start != NULL:
-                    s1 = slot_start[l1] + b
-                    bit1[n_entries] = <uint8_t> b
-                    bit2[n_entries] = <uint8_t> b2
-                    entry_feature[n_entries] = feature[s2]
-                    offset[4 * n_entries] = 0
-                    offset[4 * n_entries + 1] = <int32_t> (m + (s1 - slot_start[0]) * m)
-                    offset[4 * n_entries + 2] = <int32_t> (m + (s2 - slot_start[0]) * m)
-                    offset[4 * n_entries + 3] = <int32_t> (m + (n_slots + n_entries) * m)
-                    r1 = ratio[s1]
-                    r2 = ratio[s2]
-                    a = r1 * r2
-                    for l in range(m):
-                        tl = points[l]
-                        u1 = (1.0 - tl) * r1 + tl
-                        u2 = (1.0 - tl) * r2 + tl
-                        g = (1.0 - tl) * a + tl
-                        psi11[n_entries * m + l] = g / (u1 * u2)
-                        kappa11[n_entries * m + l] = weights[l] * (
-                            (1.0 - a) / g - (1.0 - r1) / u1 - (1.0 - r2) / u2)
+                s1 = slot_start[l1] + b
+                e = entry_base + n_entries
+                bit1[e] = <uint8_t> b
+                bit2[e] = <uint8_t> b2
+                entry_feature[e] = feature[s2]
+                offset[4 * e] = 0
+                offset[4 * e + 1] = <int32_t> (m + (s1 - slot_start[0]) * m)
+                offset[4 * e + 2] = <int32_t> (m + (s2 - slot_start[0]) * m)
+                offset[4 * e + 3] = <int32_t> (m + (n_slots + e) * m)
+                a = ratio[s1] * ratio[s2]
+                iu1 = lt.iu1 + (s1 - slot_start[0]) * m
+                iu2 = lt.iu1 + (s2 - slot_start[0]) * m
+                c1 = lt.credit + (s1 - slot_start[0]) * m
+                c2 = lt.credit + (s2 - slot_start[0]) * m
+                for l in range(m):
+                    tl = points[l]
+                    g = (1.0 - tl) * a + tl
+                    psi11[e * m + l] = g * iu1[l] * iu2[l]
+                    kappa11[e * m + l] = weights[l] * ((1.0 - a) / g - c1[l] - c2[l])
                 n_entries += 1
-            if max_union != NULL and dim[l1] + dim[l2] - (n_entries - shared) > max_union[0]:
-                max_union[0] = dim[l1] + dim[l2] - (n_entries - shared)
         for b in range(dim[l1]):
             slot_of[feature[slot_start[l1] + b]] = -1
-    if pair_start != NULL:
-        pair_start[p] = n_entries
+        l1 += 1
+        l2_first = l1 + 1
     return n_entries
 
 
+def _pair_counts(const int64_t[::1] dim, const int64_t[::1] slot_start,
+                 const int64_t[::1] feature, int64_t[::1] count, int64_t[::1] local):
+    """(entries, max_union) of one tree: the shared features summed over its
+    leaf pairs, and the most distinct features on the paths of a pair.
+
+    ``dim``, ``slot_start`` (absolute, one more than the leaves) are the
+    tree's slices of _PairTables' arrays; ``count`` (zeros) and ``local``
+    (-1), one per feature, are scratch left as given. Entries: each feature
+    on k leaves' paths is shared by k (k - 1) / 2 pairs. max_union: by
+    bitsets of the tree's features, pair by pair up to MAX_COUNTED_PAIRS
+    pairs; beyond, the bound min(2 d - 1, F) (d the most on one path, F the
+    tree's distinct features)."""
+    cdef int64_t n_leaves = dim.shape[0], l1, l2, b, j, w, u, n_words
+    cdef int64_t n_entries = 0, max_union = 0, max_dim = 0, n_local = 0
+    cdef uint64_t[:, ::1] bits
+    for l1 in range(n_leaves - 1, -1, -1):
+        max_dim = max(max_dim, dim[l1])
+        for b in range(slot_start[l1], slot_start[l1 + 1]):
+            n_entries += count[feature[b]]
+        for b in range(slot_start[l1], slot_start[l1 + 1]):
+            count[feature[b]] += 1
+            if local[feature[b]] < 0:
+                local[feature[b]] = n_local
+                n_local += 1
+    for b in range(slot_start[0], slot_start[n_leaves]):
+        count[feature[b]] = 0
+    if n_leaves * (n_leaves - 1) // 2 > MAX_COUNTED_PAIRS:
+        max_union = min(2 * max_dim - 1, n_local)
+    else:
+        n_words = (n_local + 63) // 64
+        bits = np.zeros((n_leaves, max(1, n_words)), dtype=np.uint64)
+        for l1 in range(n_leaves):
+            for b in range(slot_start[l1], slot_start[l1 + 1]):
+                j = local[feature[b]]
+                bits[l1, j >> 6] |= (<uint64_t> 1) << (j & 63)
+        with nogil:
+            for l1 in range(n_leaves):
+                for l2 in range(l1 + 1, n_leaves):
+                    u = 0
+                    for w in range(n_words):
+                        u += popcount(bits[l1, w] | bits[l2, w])
+                    if u > max_union:
+                        max_union = u
+    for b in range(slot_start[0], slot_start[n_leaves]):
+        local[feature[b]] = -1
+    return n_entries, max_union
+
+
+def _plan_blocks(const int64_t[::1] dim, const int64_t[::1] slot_start,
+                 const int64_t[::1] feature, int64_t[::1] slot_of, int64_t m,
+                 double block_bytes):
+    """The blocks of one tree's pairs (row-major order of the upper triangle),
+    each as large as fits in ``block_bytes`` at ``m`` nodes (entry_bytes),
+    and at least one pair; each block cut into segments of at most
+    SEGMENT_PAIRS pairs, built in parallel. Returns ``blocks`` (l1, l2,
+    pairs, entries, first segment) per block, one more row whose first
+    segment ends the last block, and ``segments`` (l1, l2, pairs, first pair
+    and first entry in its block) per segment, as int64 arrays."""
+    cdef int64_t n_leaves = dim.shape[0], l1, l2, b, shared
+    cdef int64_t pairs = 0, entries = 0, seg_pairs = 0
+    cdef double per_entry = 16.0 * m + 26.0, size = 0.0, pair_size
+    blocks = []
+    segments = []
+    for l1 in range(n_leaves):
+        for b in range(dim[l1]):
+            slot_of[feature[slot_start[l1] + b]] = b
+        for l2 in range(l1 + 1, n_leaves):
+            shared = 0
+            for b in range(slot_start[l2], slot_start[l2 + 1]):
+                shared += slot_of[feature[b]] >= 0
+            pair_size = shared * per_entry + 8.0
+            if pairs == 0 or size + pair_size > block_bytes:
+                if pairs > 0:
+                    blocks[len(blocks) - 1][2:4] = [pairs, entries]
+                    segments[len(segments) - 1][2] = seg_pairs
+                blocks.append([l1, l2, 0, 0, len(segments)])
+                pairs, entries, size, seg_pairs = 0, 0, 0.0, 0
+            if seg_pairs == 0 or seg_pairs == SEGMENT_PAIRS:
+                if seg_pairs > 0:
+                    segments[len(segments) - 1][2] = seg_pairs
+                segments.append([l1, l2, 0, pairs, entries])
+                seg_pairs = 0
+            pairs += 1
+            entries += shared
+            seg_pairs += 1
+            size += pair_size
+        for b in range(dim[l1]):
+            slot_of[feature[slot_start[l1] + b]] = -1
+    if pairs > 0:
+        blocks[len(blocks) - 1][2:4] = [pairs, entries]
+        segments[len(segments) - 1][2] = seg_pairs
+    blocks.append([n_leaves, n_leaves, 0, 0, len(segments)])
+    return (np.array(blocks, dtype=np.int64).reshape(-1, 5),
+            np.array(segments, dtype=np.int64).reshape(-1, 5))
+
+
 cdef inline void pair_sums(
-    int64_t n_leaves, const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
+    int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs,
+    const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
     const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
     const double* kappa_table, const uint64_t* leaf_pattern, const double* V, double* Q,
     double c, double* out, const int64_t m,
 ) noexcept nogil:
-    """The pairs l1 < l2: Q of both leaves and the kappa terms of their shared
-    features (tree_square_pairs)."""
-    cdef int64_t l1, l2, l, e, e0, n_shared, p = 0
+    """The ``n_pairs`` pairs l1 < l2 of a block from (l1_begin, l2_begin) on:
+    Q of both leaves and the kappa terms of their shared features
+    (tree_square_pairs)."""
+    cdef int64_t l1 = l1_begin, l2, l2_first = l2_begin, l2_end, l, e, e0, n_shared, p = 0
     cdef uint64_t A1, A2, x
     cdef double acc, acc1
     cdef const double* V1
@@ -458,11 +607,12 @@ cdef inline void pair_sums(
     cdef const double* tab
     cdef double Pl[64]              # the pair's product per node (m <= 64)
     cdef const double* kappa_of[64]  # per shared feature of the pair (at most 64)
-    for l1 in range(n_leaves):
+    while p < n_pairs:
         A1 = leaf_pattern[l1]
         V1 = V + l1 * m
         Q1 = Q + l1 * m
-        for l2 in range(l1 + 1, n_leaves):
+        l2_end = min(n_leaves, l2_first + (n_pairs - p))
+        for l2 in range(l2_first, l2_end):
             e0 = pair_start[p]
             n_shared = pair_start[p + 1] - e0
             p += 1
@@ -491,34 +641,66 @@ cdef inline void pair_sums(
                 if m & 1:
                     acc = acc + Pl[m - 1] * tab[m - 1]
                 out[entry_feature[e]] += c * (acc + acc1)
+        l1 += 1
+        l2_first = l1 + 1
 
 
-cdef void tree_square_pairs(
-    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
-    const double* ratio, const double* rho, const LeafTables* lt,
+cdef void pair_block(
+    int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs,
     const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
     const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
-    const double* kappa_table, const double* weights, const double* neg_inv_1mt, int64_t m,
-    double scale, double linear, RowScratch* rs, double* out,
+    const double* kappa_table, const uint64_t* leaf_pattern, const double* V, double* Q,
+    double scale, double* out, int64_t m,
 ) noexcept nogil:
-    """Add scale Sh[v^2] + linear Sh[v] of one tree and row to ``out`` (leaf
-    patterns in rs.leaf_pattern). ``feature``, ``ratio`` and the leaf tables
-    start at the tree's first slot, slot_start[0]; ``psi_table`` and
-    ``kappa_table`` (kappa times the quadrature weights) as ``offset``
-    (pair_entries) reads them."""
+    """pair_sums of one block with c = 2 scale; a constant m lets the compiler
+    specialise pair_sums and unroll its loops over the nodes (1.2-1.3x with
+    GCC 12, which clones it for these m)."""
+    cdef double c = 2.0 * scale
+    if m == 3:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 3)
+    elif m == 4:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 4)
+    elif m == 5:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 5)
+    elif m == 6:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 6)
+    elif m == 7:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 7)
+    elif m == 8:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 8)
+    elif m == 9:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 9)
+    elif m == 10:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 10)
+    else:
+        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, m)
+
+
+cdef void leaf_products(
+    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* ratio, const double* rho, const LeafTables* lt, const uint64_t* leaf_pattern,
+    const double* weights, int64_t m, double scale, double* V, double* Q, double* P,
+    double* out,
+) noexcept nogil:
+    """Before the pairs: V = rho_l U_l, Q = 0 per leaf, and the diagonal pairs
+    (l, l) added to ``out`` (tree_square_pairs)."""
     cdef int64_t l1, b, s, l
     cdef int64_t s0 = slot_start[0]
     cdef uint64_t A1
     cdef double r1, acc
-    cdef double c = 2.0 * scale
-    cdef double* V = rs.V
-    cdef double* Q = rs.Q
-    cdef double* P = rs.P
-    cdef double* wP = rs.wP
     cdef const double* tab
     cdef const double* itab
     for l1 in range(n_leaves):
-        A1 = rs.leaf_pattern[l1]
+        A1 = leaf_pattern[l1]
         r1 = rho[l1]
         for l in range(m):
             V[l1 * m + l] = r1
@@ -546,35 +728,25 @@ cdef void tree_square_pairs(
                 acc = acc + weights[l] * P[l] * itab[l]
             out[feature[s]] += (scale * r1 * r1 * acc
                                 * (<double> ((A1 >> b) & 1) - ratio[s] * ratio[s]))
-    if scale != 0.0:
-        # a constant m lets the compiler specialise pair_sums and unroll its loops
-        # over the nodes (1.2-1.3x with GCC 12, which clones it for these six m)
-        if m == 3:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 3)
-        elif m == 4:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 4)
-        elif m == 5:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 5)
-        elif m == 6:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 6)
-        elif m == 7:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 7)
-        elif m == 8:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, 8)
-        else:
-            pair_sums(n_leaves, pair_start, bit1, bit2, entry_feature, offset, psi_table,
-                      kappa_table, rs.leaf_pattern, V, Q, c, out, m)
-    # features on one path of a pair (and the linear game): (X - R) / u times Q, U
+
+
+cdef void leaf_credits(
+    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* rho, const LeafTables* lt, const uint64_t* leaf_pattern,
+    const double* weights, const double* neg_inv_1mt, int64_t m, double scale, double linear,
+    const double* V, const double* Q, double* wP, double* out,
+) noexcept nogil:
+    """After the pairs: features on one path of a pair (and the linear game),
+    (X - R) / u times Q and U (tree_square_pairs)."""
+    cdef int64_t l1, b, s, l
+    cdef int64_t s0 = slot_start[0]
+    cdef uint64_t A1
+    cdef double acc
+    cdef const double* tab
     for l1 in range(n_leaves):
         if rho[l1] == 0.0:
             continue
-        A1 = rs.leaf_pattern[l1]
+        A1 = leaf_pattern[l1]
         for l in range(m):
             wP[l] = weights[l] * (2.0 * scale * Q[l1 * m + l] + linear * V[l1 * m + l])
         for b in range(dim[l1]):
@@ -586,17 +758,74 @@ cdef void tree_square_pairs(
             out[feature[s]] += acc
 
 
+cdef void tree_square_pairs(
+    int64_t n_leaves, const int64_t* dim, const int64_t* slot_start, const int64_t* feature,
+    const double* ratio, const double* rho, const LeafTables* lt,
+    const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
+    const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
+    const double* kappa_table, const double* weights, const double* neg_inv_1mt, int64_t m,
+    double scale, double linear, RowScratch* rs, double* out,
+) noexcept nogil:
+    """Add scale Sh[v^2] + linear Sh[v] of one tree and row to ``out`` from the
+    table of all its pairs (one block; leaf patterns in rs.leaf_pattern).
+    ``feature``, ``ratio`` and the leaf tables start at the tree's first
+    slot, slot_start[0]; ``psi_table`` and ``kappa_table`` (kappa times the
+    quadrature weights) as ``offset`` (pair_entries) reads them. A tree of
+    several blocks runs the same three steps, the pairs block by block."""
+    leaf_products(n_leaves, dim, slot_start, feature, ratio, rho, lt, rs.leaf_pattern, weights,
+                  m, scale, rs.V, rs.Q, rs.P, out)
+    if scale != 0.0:
+        pair_block(n_leaves, 0, 1, n_leaves * (n_leaves - 1) // 2, pair_start, bit1, bit2,
+                   entry_feature, offset, psi_table, kappa_table, rs.leaf_pattern, rs.V, rs.Q,
+                   scale, out, m)
+    leaf_credits(n_leaves, dim, slot_start, feature, rho, lt, rs.leaf_pattern, weights,
+                 neg_inv_1mt, m, scale, linear, rs.V, rs.Q, rs.wP, out)
+
+
+cdef void build_block(
+    int64_t n_leaves, const int64_t* segments, int64_t seg_begin, int64_t seg_end,
+    const int64_t* dim, const int64_t* slot_start, const int64_t* feature, const double* ratio,
+    const LeafTables* lt, int64_t m, int64_t n_features, int64_t* pair_start, uint8_t* bit1,
+    uint8_t* bit2, int64_t* entry_feature, int32_t* offset, double* psi11, double* kappa11,
+    const double* points, const double* weights, int n_threads, int* failed,
+) noexcept nogil:
+    """One block's tables (pair_entries), its segments
+    [seg_begin, seg_end) (rows of _plan_blocks' ``segments``) in parallel;
+    each entry is written by one segment, so the tables do not depend on
+    the threads. The caller writes pair_start[block's pairs]."""
+    cdef int64_t sg, k
+    cdef int64_t* slot_of
+    cdef const int64_t* seg
+    with parallel(num_threads=n_threads):
+        slot_of = <int64_t*> malloc(max(1, n_features) * sizeof(int64_t))
+        if slot_of == NULL:
+            failed[0] = 1
+        else:
+            for k in range(n_features):
+                slot_of[k] = -1
+        for sg in prange(seg_begin, seg_end, schedule="dynamic", chunksize=1):
+            if slot_of == NULL:
+                continue
+            seg = segments + 5 * sg
+            pair_entries(n_leaves, seg[0], seg[1], seg[2], seg[4], dim, slot_start, feature,
+                         ratio, lt, m, slot_of, pair_start + seg[3], bit1, bit2, entry_feature,
+                         offset, psi11, kappa11, points, weights)
+        free(slot_of)
+
+
 class _PairTables:
     """Row-independent leaf structure of every tree for ``tree_square_pairs``
     and which trees take it (``by_pairs``): at least two leaves, at most 64
-    distinct features on a path (pattern bits), every cover ratio product
-    above MIN_RATIO (u = 0 would break the division-free identities), and
-    tables under PAIR_TABLE_BYTES with the tree's own Gauss-Legendre nodes
-    (``m``: the ensemble's). Other trees take the walk. Per tree taken:
-    ``n_pairs``, ``n_entries`` (shared features of its pairs), ``max_union``
-    (most distinct features on the paths of a pair); 0 elsewhere."""
+    distinct features on a path (pattern bits) and every cover ratio product
+    above MIN_RATIO (u = 0 would break the division-free identities); the
+    tables of a large tree are built block by block (``blocks``). Other
+    trees take the walk. Per tree taken: ``n_pairs``, ``n_entries`` (shared
+    features of its pairs), ``max_union`` (most distinct features on the
+    paths of a pair, or its bound in trees of more than MAX_COUNTED_PAIRS
+    pairs); 0 elsewhere. ``m``: the ensemble's Gauss-Legendre nodes (unused;
+    each tree's are chosen by _tree_rules)."""
 
-    def __init__(self, ens, m):
+    def __init__(self, ens, m=None):
         from ._semivalues import pattern_structure
 
         structure = pattern_structure(ens)
@@ -614,9 +843,10 @@ class _PairTables:
         self.max_union = np.zeros(n_trees, dtype=np.int64)
         self.n_pairs = np.zeros(n_trees, dtype=np.int64)
         self.n_entries = np.zeros(n_trees, dtype=np.int64)
-        self.max_pairs = self.max_entries = self.max_slots = self.max_dim = 0
-        slot_of = np.full(max(1, int(ens.n_features)), -1, dtype=np.int64)
-        tree_m = np.clip(tree_rule_sizes(ens), 1, m)
+        self.max_slots = self.max_dim = 0
+        n_features = max(1, int(ens.n_features))
+        count = np.zeros(n_features, dtype=np.int64)
+        local = np.full(n_features, -1, dtype=np.int64)
         for t in range(n_trees):
             ls, le = self.tree_leaf_start[t], self.tree_leaf_start[t + 1]
             n_leaves = le - ls
@@ -624,36 +854,23 @@ class _PairTables:
                 continue
             slots = slice(self.slot_start[ls], self.slot_start[le])
             max_dim = int(self.dim[ls:le].max())
-            n_pairs = n_leaves * (n_leaves - 1) // 2
-            # every pair shares at least the root's feature: n_pairs entries or more
-            if (max_dim > 64 or self.ratio[slots].min() <= MIN_RATIO
-                    or n_pairs * 24.0 > PAIR_TABLE_BYTES):
+            if max_dim > 64 or self.ratio[slots].min() <= MIN_RATIO:
                 continue
-            n_entries, max_union = _count_entries(self.dim[ls:le], self.slot_start[ls:le + 1],
-                                                  self.feature, slot_of)
-            pair_m = min(tree_m[t], (max_union + 1) // 2)
-            if n_entries * pair_m * 16.0 + n_pairs * 8.0 > PAIR_TABLE_BYTES:
-                continue
+            n_entries, max_union = _pair_counts(self.dim[ls:le], self.slot_start[ls:le + 1],
+                                                self.feature, count, local)
             self.by_pairs[t] = 1
             self.max_union[t] = max_union
-            self.n_pairs[t] = n_pairs
+            self.n_pairs[t] = n_leaves * (n_leaves - 1) // 2
             self.n_entries[t] = n_entries
-            self.max_pairs = max(self.max_pairs, n_pairs)
-            self.max_entries = max(self.max_entries, n_entries)
             self.max_slots = max(self.max_slots, self.slot_start[le] - self.slot_start[ls])
             self.max_dim = max(self.max_dim, max_dim)
 
-
-def _count_entries(const int64_t[::1] dim, const int64_t[::1] slot_start,
-                   const int64_t[::1] feature, int64_t[::1] slot_of):
-    """The shared-feature entries of a tree's leaf pairs, and the most
-    distinct features on the paths of a pair."""
-    cdef int64_t n_entries, max_union = 0
-    with nogil:
-        n_entries = pair_entries(dim.shape[0], &dim[0], &slot_start[0], &feature[0], NULL, NULL,
-                                 0, &slot_of[0], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                 &max_union)
-    return n_entries, max_union
+    def blocks(self, t, m, block_bytes):
+        """Tree t's blocks of pairs at ``m`` nodes and their segments (_plan_blocks)."""
+        ls, le = self.tree_leaf_start[t], self.tree_leaf_start[t + 1]
+        slot_of = np.full(max(1, int(self.feature.max(initial=0)) + 1), -1, dtype=np.int64)
+        return _plan_blocks(self.dim[ls:le], self.slot_start[ls:le + 1], self.feature, slot_of,
+                            int(m), float(block_bytes))
 
 
 def tree_path_features(ens):
@@ -716,9 +933,11 @@ def _tree_rules(ens, points, weights, max_union=None):
     return tree_m, rule_points, rule_weights
 
 
+
+
 def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
              const double[:, ::1] linear_coef, const double[::1] points,
-             const double[::1] weights, int n_threads, method="auto"):
+             const double[::1] weights, int n_threads, method="auto", block_bytes=None):
     """Per-row, per-feature  sum_k a_ik Sh_j[m_k^2](x_i) + b_ik Sh_j[m_k](x_i).
 
     ``square_coef`` (a) and ``linear_coef`` (b) have shape (n_rows, n_trees);
@@ -736,7 +955,9 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
 
     ``method``: "auto" takes the leaf-pair tables for every tree they can
     take (``_PairTables``) and the pair walk for the others; "walk" takes
-    the walk for every tree (the tests compare the two).
+    the walk for every tree (the tests compare the two). ``block_bytes``:
+    the most bytes of a block of a tree's pair tables (None:
+    DEFAULT_BLOCK_BYTES); any size gives the same values.
     """
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
@@ -745,8 +966,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef double[:, ::1] out = np.zeros((n_rows, f.n_features))
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
-    cdef Py_ssize_t i
-    cdef int64_t t, l, mt
+    cdef Py_ssize_t i, g0, g1
+    cdef int64_t t, l, mt, k
     cdef const int64_t[::1] tree_m
     cdef const double[:, ::1] rule_points
     cdef const double[:, ::1] rule_weights
@@ -761,17 +982,36 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
             linear_coef.shape[0] != n_rows or linear_coef.shape[1] != f.n_trees:
         raise ValueError("game coefficients must have shape (n_rows, n_trees)")
+    if method not in ("auto", "walk"):
+        raise ValueError(f"method must be 'auto' or 'walk', got {method!r}")
+    if block_bytes is None:
+        block_bytes = DEFAULT_BLOCK_BYTES
+    if not block_bytes > 0:
+        raise ValueError(f"block_bytes must be > 0, got {block_bytes!r}")
     if n_rows == 0:
         return np.asarray(out)
     tables = _PairTables(ens, m)
-    if method not in ("auto", "walk"):
-        raise ValueError(f"method must be 'auto' or 'walk', got {method!r}")
     if (method == "walk" or m > 64
             or not np.all((np.asarray(points) > 0) & (np.asarray(points) < 1))):
         tables.by_pairs[:] = 0  # the leaf-pair tables divide by 1 - t; at most 64 nodes
         tables.max_union[:] = 0
     tree_m, rule_points, rule_weights = _tree_rules(ens, np.asarray(points), np.asarray(weights),
                                                     tables.max_union)
+    # trees some row needs
+    cdef const uint8_t[::1] used = np.ascontiguousarray(
+        (np.any(np.asarray(square_coef) != 0, axis=0)
+         | np.any(np.asarray(linear_coef) != 0, axis=0)).astype(np.uint8))
+    # the blocks of every tree taken (by the tree and block_bytes only)
+    plans = {}
+    max_block_pairs = max_block_entries = max_blocked_leaves = 0
+    for t in np.flatnonzero(np.asarray(tables.by_pairs) & np.asarray(used)):
+        plans[t] = tables.blocks(t, tree_m[t], block_bytes)
+        blocks = plans[t][0][:len(plans[t][0]) - 1]
+        max_block_pairs = max(max_block_pairs, int(blocks[:, 2].max()))
+        max_block_entries = max(max_block_entries, int(blocks[:, 3].max()))
+        if len(blocks) > 1:
+            max_blocked_leaves = max(max_blocked_leaves, int(
+                tables.tree_leaf_start[t + 1] - tables.tree_leaf_start[t]))
     cdef const int64_t[::1] node_slot = tables.node_slot
     cdef const int64_t[::1] leaf_node = tables.leaf_node
     cdef const int64_t[::1] dim = tables.dim
@@ -781,24 +1021,44 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef const double[::1] rho = tables.rho
     cdef const int64_t[::1] tree_leaf_start = tables.tree_leaf_start
     cdef const uint8_t[::1] by_pairs = tables.by_pairs
-    cdef int64_t[::1] slot_of = np.full(f.n_features, -1, dtype=np.int64)
-    cdef int64_t[::1] pair_start = np.zeros(tables.max_pairs + 1, dtype=np.int64)
-    cdef uint8_t[::1] bit1 = np.zeros(max(1, tables.max_entries), dtype=np.uint8)
-    cdef uint8_t[::1] bit2 = np.zeros(max(1, tables.max_entries), dtype=np.uint8)
-    cdef int64_t[::1] entry_feature = np.zeros(max(1, tables.max_entries), dtype=np.int64)
-    cdef int32_t[::1] offset = np.zeros(4 * max(1, tables.max_entries), dtype=np.int32)
-    # per tree: [1 / (1 - t) | alone per leaf slot | psi11 per entry] and the
-    # same for kappa, each block tree_m[t] wide
-    table_size = m + tables.max_slots * m + int(np.max(
-        tables.n_entries * np.asarray(tree_m) * tables.by_pairs, initial=0))
+    cdef int64_t[::1] pair_start = np.zeros(max_block_pairs + 1, dtype=np.int64)
+    cdef uint8_t[::1] bit1 = np.zeros(max(1, max_block_entries), dtype=np.uint8)
+    cdef uint8_t[::1] bit2 = np.zeros(max(1, max_block_entries), dtype=np.uint8)
+    cdef int64_t[::1] entry_feature = np.zeros(max(1, max_block_entries), dtype=np.int64)
+    cdef int32_t[::1] offset = np.zeros(4 * max(1, max_block_entries), dtype=np.int32)
+    # per tree: [1 / (1 - t) | alone per leaf slot | psi11 per entry of a block]
+    # and the same for kappa, each part tree_m[t] wide
+    table_size = m + tables.max_slots * m + max_block_entries * m
     cdef double[::1] psi_table = np.zeros(table_size)
     cdef double[::1] kappa_table = np.zeros(table_size)
     # the other leaf tables (alone, kappa live in psi_table, kappa_table)
-    cdef double[:, ::1] leaf_buffers = np.zeros((7, max(1, tables.max_slots * m)))
+    cdef double[:, ::1] leaf_buffers = np.zeros((8, max(1, tables.max_slots * m)))
     cdef double[::1] neg_inv_1mt = np.zeros(m)
+    # trees of several blocks: groups of rows (GROUPS per call, at most
+    # ROW_STATE_BYTES of U and Q per group), by the rows and the trees only
+    cdef Py_ssize_t group_rows = max(1, min(max((n_rows + ROW_GROUPS - 1) // ROW_GROUPS,
+                                                MIN_GROUP_ROWS), int(
+        ROW_STATE_BYTES // max(1, max_blocked_leaves * (16 * m + 8)))))
+    cdef Py_ssize_t n_groups, g, r
+    cdef int64_t n_block_entries = max(1, max_block_entries), n_block_pairs = max_block_pairs
+    cdef int64_t prefix, sg
+    cdef double* own_psi
+    cdef double* own_kappa
+    cdef int64_t* own_start
+    cdef uint8_t* own_bit1
+    cdef uint8_t* own_bit2
+    cdef int64_t* own_feature
+    cdef int32_t* own_offset
+    cdef int64_t* own_slot_of
+    cdef double* own_V
+    cdef double* own_Q
+    cdef uint64_t* own_pattern
+    cdef const int64_t[:, ::1] block
+    cdef const int64_t[:, ::1] segment
+    cdef int64_t n_blocks, blk
     cdef LeafTables lt
     cdef RowScratch rs
-    cdef int64_t ls, n_leaves, base, lv, start, leaf_slots
+    cdef int64_t ls, n_leaves, base, lv, start, leaf_slots, at
     lt.u0 = &leaf_buffers[0, 0]
     lt.u1 = &leaf_buffers[1, 0]
     lt.credit = &leaf_buffers[2, 0]
@@ -806,11 +1066,12 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     lt.diag1 = &leaf_buffers[4, 0]
     lt.idiag0 = &leaf_buffers[5, 0]
     lt.idiag1 = &leaf_buffers[6, 0]
+    lt.iu1 = &leaf_buffers[7, 0]
     for t in range(f.n_trees):
         if failed[0] or interrupted(&stop):
             break
         start = f.tree_start[t]
-        if f.tree_start[t + 1] - start == 1:
+        if f.tree_start[t + 1] - start == 1 or not used[t]:
             continue
         mt = tree_m[t]
         if by_pairs[t]:
@@ -818,6 +1079,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
             n_leaves = tree_leaf_start[t + 1] - ls
             base = slot_start[ls]
             leaf_slots = slot_start[ls + n_leaves] - base
+            block, segment = plans[t]
+            n_blocks = block.shape[0] - 1
             with nogil:
                 for l in range(mt):
                     psi_table[l] = 1.0 / (1.0 - rule_points[mt - 1, l])
@@ -827,11 +1090,15 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                 lt.kappa = &kappa_table[mt]
                 leaf_tables(&ratio[base], leaf_slots, &rule_points[mt - 1, 0],
                             &rule_weights[mt - 1, 0], mt, &lt)
-                pair_entries(n_leaves, &dim[ls], &slot_start[ls], &feature[0],
-                             &ratio[0], &rule_points[mt - 1, 0], mt, &slot_of[0],
-                             &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
-                             &offset[0], &psi_table[mt + leaf_slots * mt],
-                             &kappa_table[mt + leaf_slots * mt], &rule_weights[mt - 1, 0], NULL)
+        if by_pairs[t] and n_blocks == 1:
+            with nogil:
+                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &dim[ls],
+                            &slot_start[ls], &feature[0], &ratio[0], &lt, mt, f.n_features,
+                            &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0], &offset[0],
+                            &psi_table[mt + leaf_slots * mt], &kappa_table[mt + leaf_slots * mt],
+                            &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0], n_threads,
+                            &failed[0])
+                pair_start[block[0, 2]] = block[0, 3]
             with nogil, parallel(num_threads=n_threads):
                 rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
                 if row_failed(&rs):
@@ -851,6 +1118,90 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
                         &out[i, 0])
                 row_free(&rs)
+        elif by_pairs[t]:
+            # several blocks (module comment): rows in fixed groups, one group at
+            # a time per thread, each thread with its own copy of the tables (no
+            # barrier between blocks); per group, leaf products, then each
+            # block's table and its pairs, then credits
+            prefix = mt + leaf_slots * mt
+            n_groups = (n_rows + group_rows - 1) // group_rows
+            with nogil, parallel(num_threads=n_threads):
+                rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
+                own_psi = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
+                own_kappa = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
+                own_start = <int64_t*> malloc((n_block_pairs + 1) * sizeof(int64_t))
+                own_bit1 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
+                own_bit2 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
+                own_feature = <int64_t*> malloc(n_block_entries * sizeof(int64_t))
+                own_offset = <int32_t*> malloc(4 * n_block_entries * sizeof(int32_t))
+                own_slot_of = <int64_t*> malloc(max(1, f.n_features) * sizeof(int64_t))
+                own_V = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
+                own_Q = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
+                own_pattern = <uint64_t*> malloc(group_rows * n_leaves * sizeof(uint64_t))
+                if (row_failed(&rs) or own_psi == NULL or own_kappa == NULL or own_start == NULL
+                        or own_bit1 == NULL or own_bit2 == NULL or own_feature == NULL
+                        or own_offset == NULL or own_slot_of == NULL or own_V == NULL
+                        or own_Q == NULL or own_pattern == NULL):
+                    failed[0] = 1
+                else:
+                    memcpy(own_psi, &psi_table[0], prefix * sizeof(double))
+                    memcpy(own_kappa, &kappa_table[0], prefix * sizeof(double))
+                    for k in range(f.n_features):
+                        own_slot_of[k] = -1
+                for g in prange(n_groups, schedule="dynamic", chunksize=1):
+                    if failed[0] or interrupted(&stop):
+                        continue
+                    g0 = g * group_rows
+                    g1 = min(n_rows, g0 + group_rows)
+                    for r in range(g0, g1):
+                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
+                            continue
+                        at = (r - g0) * n_leaves
+                        row_patterns(&f, t, &X[r, 0], &node_slot[0], rs.left_taken, rs.pattern)
+                        for lv in range(n_leaves):
+                            own_pattern[at + lv] = rs.pattern[leaf_node[ls + lv] - start]
+                        leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
+                                      &ratio[base], &rho[ls], &lt, &own_pattern[at],
+                                      &rule_weights[mt - 1, 0], mt, square_coef[r, t],
+                                      &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
+                    for blk in range(n_blocks):
+                        for sg in range(block[blk, 4], block[blk + 1, 4]):
+                            pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
+                                         segment[sg, 2], segment[sg, 4], &dim[ls],
+                                         &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
+                                         own_slot_of, own_start + segment[sg, 3], own_bit1,
+                                         own_bit2, own_feature, own_offset, own_psi + prefix,
+                                         own_kappa + prefix, &rule_points[mt - 1, 0],
+                                         &rule_weights[mt - 1, 0])
+                        own_start[block[blk, 2]] = block[blk, 3]
+                        for r in range(g0, g1):
+                            if square_coef[r, t] == 0.0:
+                                continue
+                            at = (r - g0) * n_leaves
+                            pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
+                                       own_start, own_bit1, own_bit2, own_feature, own_offset,
+                                       own_psi, own_kappa, &own_pattern[at], &own_V[at * mt],
+                                       &own_Q[at * mt], square_coef[r, t], &out[r, 0], mt)
+                    for r in range(g0, g1):
+                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
+                            continue
+                        at = (r - g0) * n_leaves
+                        leaf_credits(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
+                                     &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
+                                     &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
+                                     &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])
+                row_free(&rs)
+                free(own_psi)
+                free(own_kappa)
+                free(own_start)
+                free(own_bit1)
+                free(own_bit2)
+                free(own_feature)
+                free(own_offset)
+                free(own_slot_of)
+                free(own_V)
+                free(own_Q)
+                free(own_pattern)
         else:
             with nogil, parallel(num_threads=n_threads):
                 sc = scratch_alloc(f.max_tree_nodes, m, 1)
