@@ -234,8 +234,7 @@ def run_ours(group, X, y, task, seed, threads, step=1):
                       if k.startswith("split") and k.endswith("_test_score")]).T
     count = int(results["n_features"][choose_n_features(results["n_features"], folds,
                                                         "best")])
-    n_steps = int(max(1, step * X.shape[1])) if step < 1 else int(step)
-    _, _, last = selector._eliminate(X, y, None, count, n_steps)
+    _, _, last = selector._eliminate(X, y, None, count)
     extra = {"n_features_curve": results["n_features"].tolist(),
              "mean_test_score": results["mean_test_score"].tolist(), "step": step}
     return ({"r2shap_rfecv_one_se": np.flatnonzero(selector.support_).tolist(),

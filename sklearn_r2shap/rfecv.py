@@ -95,9 +95,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
         cannot be refitted on subsets and is refused.
     step : int or float, default=1
         Features removed per step when no share is negative: an int >= 1, or
-        a fraction in (0, 1) of the number of features (at least 1), as in
-        RFECV. When some shares are negative, all those features go at once
-        (at least ``step``), never below ``min_features_to_select``.
+        a fraction in (0, 1) of the features that remain (rounded down, at
+        least 1), as probatus' ``ShapRFECV`` reads it (RFECV's float step is a
+        fixed fraction of the initial number): the last steps remove single
+        features, so a column's correlated rival takes over its credit
+        before the next removal. When some shares are negative, all those features go at
+        once (at least the step), never below ``min_features_to_select``.
     min_features_to_select : int, default=1
         The fewest features scored.
     cv : int, cross-validation generator or iterable, default=5
@@ -344,7 +347,14 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return float(metrics.d2_log_loss_score(y, proba, sample_weight=weight,
                                                labels=model.classes_))
 
-    def _eliminate(self, X, y, weight, stop, step, held_out=None):
+    def _n_removed(self, n_remaining):
+        """Features (or groups) a step removes when no share is negative: ``step``, or
+        the fraction ``step`` of the ``n_remaining`` (at least 1)."""
+        if self.step >= 1:
+            return int(self.step)
+        return max(1, int(self.step * n_remaining))
+
+    def _eliminate(self, X, y, weight, stop, held_out=None):
         """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
 
         Returns the _Path and the last step's fitted ShapleyR2Importance.
@@ -363,7 +373,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 path.subsets.append(features.copy())
             if len(features) <= stop:
                 return path, fitted, features[best_first]
-            n_remove = min(max(int(np.sum(shares < 0)), step), len(features) - stop)
+            n_remove = min(max(int(np.sum(shares < 0)), self._n_removed(len(features))),
+                           len(features) - stop)
             path.eliminated.append(features[best_first[len(features) - n_remove:]])
             features = np.sort(features[best_first[:len(features) - n_remove]])
 
@@ -403,7 +414,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
             self.__dict__.pop(name, None)
         n_features = self.n_features_in_
         n_units = n_features if self._members is None else len(self._members)
-        step = int(max(1, self.step * n_units)) if self.step < 1 else int(self.step)
         stop = min(self.min_features_to_select, n_units)
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
@@ -415,7 +425,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         for train, test in cv.split(X, y):
             train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
             held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
-            path, _, last = self._eliminate(*train_rows, stop, step, held_out)
+            path, _, last = self._eliminate(*train_rows, stop, held_out)
             folds.append((path, path.order(last), train_rows, held_out))
         counts = np.unique(np.concatenate([path.counts for path, *_ in folds]))
         scores = np.empty((len(counts), len(folds)))
@@ -432,7 +442,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 supports[k, c, self._columns(subset)] = True
         chosen = choose_n_features(counts, scores, self.selection_rule)
         n_chosen = int(counts[chosen])
-        path, final, last = self._eliminate(X, y, sample_weight, n_chosen, step)
+        path, final, last = self._eliminate(X, y, sample_weight, n_chosen)
         self.support_ = np.zeros(n_features, dtype=bool)
         self.support_[self._columns(last)] = True
         self.n_features_ = int(self.support_.sum())

@@ -357,7 +357,9 @@ def test_classifier_pipeline_grid_search_and_plot():
     fitted = search.best_estimator_[0]
     assert fitted.score_name_ == "d2_brier"
     assert set(fitted.get_feature_names_out()) <= set(X.columns)
-    np.testing.assert_array_equal(fitted.cv_results_["n_features"], [1, 2, 4, 6, 8])
+    # a float step removes that fraction of the remaining features, at least 1:
+    # 8 -> 8 - int(2.4) = 6 -> 6 - max(1, int(1.8)) = 5 -> 4 -> 3 -> 2 -> 1
+    np.testing.assert_array_equal(fitted.cv_results_["n_features"], [1, 2, 3, 4, 5, 6, 8])
     scored = ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0), cv=3,
                             scoring="roc_auc", n_jobs=1).fit(X, y)
     assert scored.score_name_ == "roc_auc" and scored.cv_results_["mean_test_score"].max() > 0.8
