@@ -408,3 +408,90 @@ def test_pandas_category_columns():
     assert sr.to_ensemble(model).info["pandas_categorical"] == [[10, 20, 30, 40]]
     np.testing.assert_allclose(sr.predict_raw(model, frame)[:, 0], model.predict(frame),
                                atol=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Two readings of one model: model_to_string (numeric trees) and the JSON dump
+# --------------------------------------------------------------------------
+def _read_both(model, monkeypatch):
+    """The ensemble read from the model string, then from the JSON dump."""
+    import dataclasses
+
+    text = sr.to_ensemble(model)
+    with monkeypatch.context() as patch:
+        patch.setattr(_lightgbm, "_read_text", lambda text, model_type: None)
+        dumped = sr.to_ensemble(model)
+    for field in dataclasses.fields(text):
+        a, b = getattr(text, field.name), getattr(dumped, field.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape, field.name
+            np.testing.assert_array_equal(a, b, err_msg=field.name)
+        else:
+            assert a == b, field.name
+    return text
+
+
+NUMERIC_SETTINGS = {  # MODELS' settings, fitted without categorical columns below
+    "regressor": (lgb.LGBMRegressor, {}, Y_TRAIN),
+    "zero_as_missing": (lgb.LGBMRegressor, dict(zero_as_missing=True), Y_TRAIN),
+    "no_missing": (lgb.LGBMRegressor, dict(use_missing=False), Y_TRAIN),
+    "binary": (lgb.LGBMClassifier, {}, Y_BINARY),
+    "multiclass": (lgb.LGBMClassifier, {}, Y_MULTI),
+    "multiclassova": (lgb.LGBMClassifier, dict(objective="multiclassova"), Y_MULTI),
+    "rf": (lgb.LGBMRegressor, dict(boosting_type="rf", subsample=0.7, subsample_freq=1),
+           Y_TRAIN),
+    "rf_binary": (lgb.LGBMClassifier,
+                  dict(boosting_type="rf", subsample=0.7, subsample_freq=1), Y_BINARY),
+    "dart": (lgb.LGBMRegressor, dict(boosting_type="dart"), Y_TRAIN),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC_SETTINGS))
+def test_model_string_reads_as_the_json_dump(name, monkeypatch):
+    cls, params, y = NUMERIC_SETTINGS[name]
+    model = cls(**(SMALL | params)).fit(X_TRAIN, y, categorical_feature=[])
+    calls = []
+    original = _lightgbm._numeric_tree
+    with monkeypatch.context() as patch:
+        patch.setattr(_lightgbm, "_numeric_tree",
+                      lambda *args: calls.append(1) or original(*args))
+        ens = _read_both(model, monkeypatch)
+    assert len(calls) == ens.n_trees  # every tree came from the model string
+    np.testing.assert_allclose(sr.predict_raw(model, ROWS), library_raw(model, ROWS),
+                               rtol=0, atol=1e-9)
+
+
+def test_model_string_with_early_stopping_and_single_leaves(monkeypatch):
+    X_fit, y_fit = X_TRAIN[:350], Y_TRAIN[:350]
+    model = lgb.LGBMRegressor(**(SMALL | dict(n_estimators=300, learning_rate=0.5))).fit(
+        X_fit, y_fit, eval_set=[(X_TRAIN[350:], Y_TRAIN[350:])], categorical_feature=[],
+        callbacks=[lgb.early_stopping(3, verbose=False)])
+    assert 0 < model.best_iteration_ < 300
+    assert _read_both(model, monkeypatch).n_trees == model.best_iteration_
+    single = lgb.LGBMRegressor(n_estimators=3, min_child_samples=400, verbose=-1).fit(
+        X_TRAIN, Y_TRAIN)
+    ens = _read_both(single, monkeypatch)
+    assert np.all(ens.is_leaf) and np.all(ens.cover > 0)
+
+
+def test_categorical_and_linear_models_are_read_from_the_json_dump(monkeypatch):
+    linear = lgb.LGBMRegressor(linear_tree=True, n_estimators=3, num_leaves=4,
+                               verbose=-1).fit(X_TRAIN[:, :4], Y_TRAIN)
+    for model in (get_model("regressor"), linear):
+        assert _lightgbm._read_text(booster_of(model).model_to_string(), "m") is None
+    numeric = lgb.LGBMRegressor(**SMALL).fit(X_TRAIN, Y_TRAIN, categorical_feature=[])
+    dump = _lightgbm._read_text(numeric.booster_.model_to_string(), "m")
+    assert dump is not None and len(dump["trees"]) == SMALL["n_estimators"]
+
+
+def test_model_string_unknown_missing_type_raises(monkeypatch):
+    model = lgb.LGBMRegressor(**SMALL).fit(X_TRAIN, Y_TRAIN, categorical_feature=[])
+    text = model.booster_.model_to_string()
+    start = text.index("decision_type=") + len("decision_type=")
+    end = text.index("\n", start)
+    bad = " ".join("12" for _ in text[start:end].split())  # missing-type bits 3
+    booster = model.booster_
+    monkeypatch.setattr(booster, "model_to_string",
+                        lambda **kwargs: text[:start] + bad + text[end:])
+    with pytest.raises(UnsupportedModelError, match="unsupported missing_type 3"):
+        sr.to_ensemble(booster)

@@ -1,8 +1,10 @@
 """LightGBM adapter: ``LGBMModel`` estimators and ``lightgbm.Booster``.
 
-The trees are read from ``Booster.dump_model()``, whose thresholds and leaf
-values are printed at full double precision (they equal those of
-``model_to_string``). Routing follows LightGBM's ``Tree::NumericalDecision``
+The trees are read from ``Booster.model_to_string()`` (arrays of numbers per
+tree, 2-3x faster to read than the JSON dump), or from ``Booster.dump_model()``
+when a tree has categorical splits or linear leaves or the model has pandas
+category columns. Both print thresholds and leaf values at full double
+precision, and the two readings give the same ensemble (tested). Routing follows LightGBM's ``Tree::NumericalDecision``
 and ``Tree::CategoricalDecision`` (``include/LightGBM/tree.h``), which compare
 the float64 feature value with the float64 threshold:
 
@@ -94,19 +96,22 @@ def convert(model):
 
     best_iteration = booster.best_iteration
     # Booster.predict(num_iteration=None) uses best_iteration when it is set (> 0).
-    dump = booster.dump_model(num_iteration=best_iteration if best_iteration > 0 else -1)
+    num_iteration = best_iteration if best_iteration > 0 else -1
+    dump = _read_text(booster.model_to_string(num_iteration=num_iteration), model_type)
+    if dump is None:  # categorical splits or linear leaves: the JSON dump
+        dump = booster.dump_model(num_iteration=num_iteration)
+        dump["trees"] = [t["tree_structure"] for t in dump["tree_info"]]
     n_per_iteration = int(dump["num_tree_per_iteration"])
     n_features = int(dump["max_feature_idx"]) + 1
     averaging = bool(dump.get("average_output", False))
-    tree_info = dump["tree_info"]
+    n_trees = len(dump["trees"])
     # rf mode: GBDT::Predict divides the sum by the number of iterations used
     # before the link function (predict(raw_score=True) and pred_contrib do not).
-    scale = 1.0 / (len(tree_info) // n_per_iteration) if averaging and tree_info else 1.0
+    scale = 1.0 / (n_trees // n_per_iteration) if averaging and n_trees else 1.0
 
-    trees = [
-        _convert_tree(t["tree_structure"], k % n_per_iteration, scale, model_type)
-        for k, t in enumerate(tree_info)
-    ]
+    convert_one = _numeric_tree if "text" in dump else _convert_tree
+    trees = [convert_one(t, k % n_per_iteration, scale, model_type)
+             for k, t in enumerate(dump["trees"])]
     objective_string = dump.get("objective")
     objective = _objective(objective_string)
     if objective == "tweedie":  # not in the objective string; 1.5 is LightGBM's default
@@ -153,6 +158,95 @@ def _objective(objective_string):
     if tokens[0] in _SQUARED_ERROR:
         return "regression_sqrt" if "sqrt" in tokens[1:] else "squared_error"
     return tokens[0]
+
+
+# LightGBM's Tree::decision_type_ bits (include/LightGBM/tree.h): categorical,
+# default left, and the missing type (0 None, 1 Zero, 2 NaN) in bits 2-3.
+_CATEGORICAL_BIT, _DEFAULT_LEFT_BIT = 1, 2
+_MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
+
+
+def _read_text(text, model_type):
+    """The header and the trees of ``model_to_string``, or None when a tree has
+    categorical splits or linear leaves (those are read from the JSON dump).
+
+    A tree is its ``key=value`` lines as a dict of strings; the arrays hold the
+    numbers at full double precision, as the JSON dump prints them.
+    """
+    head, _, body = text.partition("\nTree=")
+    body = body.partition("end of trees")[0]
+    header = {}
+    for line in head.splitlines():
+        key, sep, value = line.partition("=")
+        header[key.strip()] = value if sep else True
+    dump = {"text": True, "num_tree_per_iteration": header["num_tree_per_iteration"],
+            "max_feature_idx": header["max_feature_idx"],
+            "average_output": "average_output" in header, "objective": header.get("objective")}
+    trees = []
+    for block in body.split("\nTree=") if body.strip() else []:
+        tree = dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+        if tree.get("num_cat", "0") != "0" or tree.get("is_linear", "0") != "0":
+            return None
+        trees.append(tree)
+    dump["trees"] = trees
+    _, found, tail = text.rpartition("\npandas_categorical:")
+    if found and tail.partition("\n")[0].strip() != "null":
+        return None  # category columns: their lists come from the JSON dump
+    return dump
+
+
+def _numbers(tree, key, dtype):
+    return np.array(tree[key].split(), dtype=dtype)
+
+
+def _numeric_tree(tree, output, scale, model_type):
+    """One tree of ``model_to_string`` without categorical splits or linear leaves.
+
+    LightGBM numbers the internal nodes 0..n-2 (root 0) and the leaves ~0..~(n-1)
+    in its child arrays; here leaf k becomes node n_internal + k.
+    """
+    leaf_value = scale * _numbers(tree, "leaf_value", np.float64)
+    n_leaves = len(leaf_value)
+    leaf_count = _numbers(tree, "leaf_count", np.float64)
+    if len(leaf_count) != n_leaves:  # not written: irrelevant for a one-leaf tree
+        leaf_count = np.zeros(n_leaves)
+    if n_leaves == 1:
+        return TreeArrays(children_left=np.array([-1]), children_right=np.array([-1]),
+                          default_left=np.zeros(1, dtype=bool), feature=np.zeros(1, np.int64),
+                          threshold=np.zeros(1), decision_type=np.full(1, DECISION_LEQ, np.uint8),
+                          cover=leaf_count, value=leaf_value.reshape(1, 1), output=output)
+    n_internal = n_leaves - 1
+
+    def child(key):
+        c = _numbers(tree, key, np.int64)
+        return np.where(c < 0, n_internal + ~c, c)
+
+    decision = _numbers(tree, "decision_type", np.int64)
+    missing = (decision >> 2) & 3
+    if np.any(missing > _MISSING_NAN):
+        raise UnsupportedModelError(
+            f"{model_type}: unsupported missing_type {int(missing.max())} in a LightGBM split.")
+    threshold = _numbers(tree, "threshold", np.float64)
+    default_bit = (decision & _DEFAULT_LEFT_BIT) != 0
+    # missing "None": NaN is read as 0.0 (the stored default_left is not used)
+    default_left = np.where(missing == _MISSING_NONE, 0.0 <= threshold, default_bit)
+    decision_type = np.where(missing == _MISSING_ZERO, DECISION_LEQ_ZERO_MISSING, DECISION_LEQ)
+    n = n_internal + n_leaves
+    value = np.zeros((n, 1))
+    value[n_internal:, 0] = leaf_value
+    return TreeArrays(
+        children_left=np.concatenate([child("left_child"), np.full(n_leaves, -1)]),
+        children_right=np.concatenate([child("right_child"), np.full(n_leaves, -1)]),
+        default_left=np.concatenate([default_left, np.zeros(n_leaves, dtype=bool)]),
+        feature=np.concatenate([_numbers(tree, "split_feature", np.int64),
+                                np.zeros(n_leaves, np.int64)]),
+        threshold=np.concatenate([threshold, np.zeros(n_leaves)]),
+        decision_type=np.concatenate([decision_type, np.full(n_leaves, DECISION_LEQ)]
+                                     ).astype(np.uint8),
+        cover=np.concatenate([_numbers(tree, "internal_count", np.float64), leaf_count]),
+        value=value,
+        output=output,
+    )
 
 
 def _convert_tree(root, output, scale, model_type):
