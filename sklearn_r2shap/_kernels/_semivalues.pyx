@@ -236,50 +236,95 @@ def part_nodes(ens, const uint8_t[::1] keep_leaf):
             "parent": np.asarray(parent), "prev": np.asarray(prev)}
 
 
+cdef extern from *:
+    """
+    static double r2shap_sum_product(const double* a, const double* b, const double* c,
+                                     int64_t m) {
+        double acc = 0.0;
+        #pragma omp simd reduction(+:acc)
+        for (int64_t l = 0; l < m; l++) acc += (a[l] + b[l]) * c[l];
+        return acc;
+    }
+    """
+    double r2shap_sum_product(const double* a, const double* b, const double* c,
+                              int64_t m) noexcept nogil
+
+
+cdef enum:
+    PART_ROWS = 32  # rows that take a tree's part (and its factors) while in cache
+
+
+cdef void part_factors(
+    const Forest* f, const int64_t* node, const int64_t* prev, int64_t n,
+    const double* points, int64_t m, int64_t M, double* ratio_prod, double* factor,
+    double* inv_factor,
+) noexcept nogil:
+    """The row-independent part of the down pass: R of every node of a part
+    and, for X = 0 and X = 1, the factors R + t_l (X - R) and their inverses
+    (0 where the factor is 0: then R = X = 0), at ``factor[(i 2 + X) M + l]``."""
+    cdef int64_t i, l, x, qi
+    cdef double rk, fk
+    ratio_prod[0] = 1.0
+    for x in range(2):
+        for l in range(m):
+            factor[x * M + l] = 1.0
+            inv_factor[x * M + l] = 1.0
+    for i in range(1, n):
+        rk = f.ratio[node[i]]
+        qi = prev[i]
+        if qi >= 0:
+            rk = rk * ratio_prod[qi]
+        ratio_prod[i] = rk
+        for x in range(2):
+            for l in range(m):
+                fk = rk + points[l] * (x - rk)
+                factor[(i * 2 + x) * M + l] = fk
+                inv_factor[(i * 2 + x) * M + l] = 1.0 / fk if fk != 0.0 else 0.0
+
+
 cdef void part_gradient(
     const Forest* f, int64_t t, const int64_t* node, const int64_t* parent,
-    const int64_t* prev, int64_t n, const double* x, const double* points,
-    const double* weights, int64_t m, Scratch* sc, double* out,
+    const int64_t* prev, int64_t n, const double* x, const double* weights, int64_t m,
+    int64_t M, const double* ratio_prod, const double* factor, const double* inv_factor,
+    Scratch* sc, double* out,
 ) noexcept nogil:
     """tree_gradient_uniform on the ``n`` nodes of a part of tree ``t``
-    (local positions: ``parent``, ``prev``): add sum_l weights[l] *
-    grad F_part(points[l] 1) to ``out`` (n_outputs, p)."""
+    (local positions: ``parent``, ``prev``) with the factors of
+    ``part_factors``: add sum_l weights[l] * grad F_part(points[l] 1) to
+    ``out`` (n_outputs, p)."""
     cdef int64_t W = f.n_values
     cdef int64_t p_features = f.n_features
     cdef int64_t i, k, pk, pi, qi, l, w, a, b, o
-    cdef double rk, xk, fk, d, acc
-    cdef double* R = sc.ratio_prod
-    cdef double* Xf = sc.follow_prod
-    cdef double* inv = sc.inv_factor
+    cdef double d, acc
+    cdef uint8_t* follow = sc.left_taken + n  # X of every node (0 or 1)
+    cdef const double* fac
+    cdef const double* rep
+    cdef const double* inv
     cdef double* path = sc.path_prod
     cdef double* sub = sc.subtree
     cdef double* deep = sc.deepest
-    # path_factors on the part's nodes
+    # X (path_factors on the part's nodes) and the down pass
     sc.left_taken[0] = goes_left(f, node[0], x)
-    for l in range(m):
-        path[l] = 1.0
-        inv[l] = 1.0
+    follow[0] = 1
+    for l in range(m):  # the weights ride along the products (all linear)
+        path[l] = weights[l]
     for i in range(1, n):
         k = node[i]
         pi = parent[i]
         pk = node[pi]
-        rk = f.ratio[k]
-        xk = 1.0 if sc.left_taken[pi] == (f.left[pk] == k) else 0.0
+        follow[i] = sc.left_taken[pi] == (f.left[pk] == k)
         qi = prev[i]
+        fac = factor + (i * 2 + 1) * M if follow[i] else factor + i * 2 * M
         if qi >= 0:
-            rk = rk * R[qi]
-            xk = xk * Xf[qi]
-        R[i] = rk
-        Xf[i] = xk
-        sc.left_taken[i] = goes_left(f, k, x)
-        # down pass (gradient_down_pass)
-        for l in range(m):
-            fk = rk + points[l] * (xk - rk)
-            inv[i * m + l] = 1.0 / fk if fk != 0.0 else 0.0
-            path[i * m + l] = path[pi * m + l] * fk
-        if qi >= 0:
+            follow[i] = follow[i] & follow[qi]
+            fac = factor + (i * 2 + follow[i]) * M
+            rep = inv_factor + (qi * 2 + follow[qi]) * M  # replaces the earlier edge's factor
             for l in range(m):
-                path[i * m + l] = path[i * m + l] * inv[qi * m + l]
+                path[i * m + l] = path[pi * m + l] * fac[l] * rep[l]
+        else:
+            for l in range(m):
+                path[i * m + l] = path[pi * m + l] * fac[l]
+        sc.left_taken[i] = goes_left(f, k, x)
     if W == 1:
         o = f.tree_output[t]
         for i in range(n):
@@ -287,17 +332,20 @@ cdef void part_gradient(
             for l in range(m):
                 sub[i * m + l] = d * path[i * m + l]
                 deep[i * m + l] = 0.0
-        for i in range(n - 1, 0, -1):  # up pass (gradient_up_pass)
+        for i in range(n - 1, 0, -1):  # up pass (gradient_up_pass): H_k first
             pi = parent[i]
             qi = prev[i]
-            acc = 0.0
             for l in range(m):
-                acc = acc + weights[l] * (deep[i * m + l] + sub[i * m + l]) * inv[i * m + l]
                 sub[pi * m + l] += sub[i * m + l]
             if qi >= 0:
                 for l in range(m):
                     deep[qi * m + l] -= sub[i * m + l]
-            out[o * p_features + f.feature[node[pi]]] += (Xf[i] - R[i]) * acc
+        for i in range(1, n):  # then the credits, independent of each other
+            d = follow[i] - ratio_prod[i]
+            if d != 0.0:
+                acc = r2shap_sum_product(&deep[i * m], &sub[i * m],
+                                         inv_factor + (i * 2 + follow[i]) * M, m)
+                out[o * p_features + f.feature[node[parent[i]]]] += d * acc
         return
     for i in range(n):
         a = i * m * W
@@ -308,13 +356,14 @@ cdef void part_gradient(
     for i in range(n - 1, 0, -1):
         pi = parent[i]
         qi = prev[i]
-        d = Xf[i] - R[i]
+        inv = inv_factor + (i * 2 + follow[i]) * M
+        d = follow[i] - ratio_prod[i]
         a = i * m * W
         b = pi * m * W
         for w in range(W):
             acc = 0.0
             for l in range(m):
-                acc = acc + weights[l] * (deep[a + l * W + w] + sub[a + l * W + w]) * inv[i * m + l]
+                acc = acc + (deep[a + l * W + w] + sub[a + l * W + w]) * inv[l]
                 sub[b + l * W + w] += sub[a + l * W + w]
                 if qi >= 0:
                     deep[qi * m * W + l * W + w] -= sub[a + l * W + w]
@@ -328,7 +377,8 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     """Add sum_l w_l grad F(t_l 1) of the parts (``part_nodes``) of ``trees``
     to ``out`` (n_rows, n_outputs, p); tree t uses the rule of row
     ``tree_rule[t]`` (``rule_size``, ``rule_points``, ``rule_weights``).
-    Parts of one node (no leaf kept, or a one-leaf tree) add nothing."""
+    Parts of one node (no leaf kept, or a one-leaf tree) add nothing. Rows
+    go in blocks of PART_ROWS, tree by tree (a row's trees in order)."""
     cdef Forest f = forest_from(ens)
     cdef const int64_t[::1] start = part["start"]
     cdef const int64_t[::1] node = part["node"]
@@ -336,19 +386,32 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     cdef const int64_t[::1] prev = part["prev"]
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t max_nodes = int(np.max(np.diff(part["start"]), initial=1))
-    cdef int64_t max_m = int(np.max(rule_size, initial=1))
-    cdef Py_ssize_t i
-    cdef int64_t ti, t, s, n, r
+    cdef int64_t M = max(1, rule_points.shape[1])
+    cdef int64_t n_part = node.shape[0]
+    cdef double[::1] ratio_prod = np.ones(max(n_part, 1))
+    cdef double[::1] factor = np.ones(max(n_part, 1) * 2 * M)
+    cdef double[::1] inv_factor = np.ones(max(n_part, 1) * 2 * M)
+    cdef int64_t n_blocks = (n_rows + PART_ROWS - 1) // PART_ROWS
+    cdef Py_ssize_t bi, ti
+    cdef int64_t i, t, s, n, r
     cdef Scratch sc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
+    for ti in prange(trees.shape[0], nogil=True, num_threads=n_threads, schedule="dynamic"):
+        t = trees[ti]
+        s = start[t]
+        r = tree_rule[t]
+        part_factors(&f, &node[s], &prev[s], start[t + 1] - s, &rule_points[r, 0],
+                     rule_size[r], M, &ratio_prod[s], &factor[2 * M * s],
+                     &inv_factor[2 * M * s])
     with nogil, parallel(num_threads=n_threads):
-        sc = scratch_alloc(max(max_nodes, 1), max_m, f.n_values)
+        # left_taken holds 2 bytes per node: the decision and X
+        sc = scratch_alloc(2 * max(max_nodes, 1), M, f.n_values)
         if scratch_failed(&sc):
             failed[0] = 1
-        for i in prange(n_rows, schedule="dynamic", chunksize=16):
+        for bi in prange(n_blocks, schedule="dynamic"):
             if failed[0] or interrupted(&stop):
                 continue
             for ti in range(trees.shape[0]):
@@ -358,9 +421,11 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
                 if n <= 1:
                     continue
                 r = tree_rule[t]
-                part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
-                              &rule_points[r, 0], &rule_weights[r, 0], rule_size[r], &sc,
-                              &out[i, 0, 0])
+                for i in range(bi * PART_ROWS, min(n_rows, (bi + 1) * PART_ROWS)):
+                    part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
+                                  &rule_weights[r, 0], rule_size[r], M, &ratio_prod[s],
+                                  &factor[2 * M * s], &inv_factor[2 * M * s], &sc,
+                                  &out[i, 0, 0])
         scratch_free(&sc)
     interrupt_raise(&stop)
     if failed[0]:
