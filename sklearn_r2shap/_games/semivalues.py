@@ -319,15 +319,17 @@ class SemivalueGame:
     def _part(self, routes):
         """The parts of the trees left to the quadrature kernel on ``routes``."""
         key = routes.tobytes()
-        if key not in self._parts:
+        part = self._parts.get(key)
+        if part is None:
             structure = self.structure()
             keep = np.zeros(self.ensemble.n_nodes, dtype=np.uint8)
             leaf_tree = np.searchsorted(structure["tree_leaf_start"],
                                         np.arange(len(structure["leaf_dim"])), side="right") - 1
             deep = structure["leaf_dim"] > routes[leaf_tree]
             keep[structure["leaf_node"][deep]] = 1
-            self._parts = {key: _semivalues.part_nodes(self.ensemble, keep)}  # the last one
-        return self._parts[key]
+            part = _semivalues.part_nodes(self.ensemble, keep)
+            self._parts = {key: part}  # the last one only
+        return part
 
     def values(self, X, n_threads):
         """The semivalues of rows X, shape (n_rows, n_outputs, n_features)."""

@@ -308,6 +308,8 @@ cdef void part_gradient(
     follow[0] = 1
     for l in range(m):  # the weights ride along the products (all linear)
         path[l] = weights[l]
+        sub[l] = 0.0  # the root of a part of several nodes is no leaf
+        deep[l] = 0.0
     for i in range(1, n):
         k = node[i]
         pi = parent[i]
@@ -325,13 +327,13 @@ cdef void part_gradient(
             for l in range(m):
                 path[i * m + l] = path[pi * m + l] * fac[l]
         sc.left_taken[i] = goes_left(f, k, x)
-    if W == 1:
-        o = f.tree_output[t]
-        for i in range(n):
-            d = f.value[node[i]]  # 0 at internal nodes
+        if W == 1:  # leaf terms rho_k s_k (0 at internal nodes)
+            d = f.value[k]
             for l in range(m):
                 sub[i * m + l] = d * path[i * m + l]
                 deep[i * m + l] = 0.0
+    if W == 1:
+        o = f.tree_output[t]
         for i in range(n - 1, 0, -1):  # up pass (gradient_up_pass): H_k first
             pi = parent[i]
             qi = prev[i]
