@@ -251,7 +251,7 @@ cdef extern from *:
 
 
 cdef enum:
-    PART_ROWS = 32  # rows that take a tree's part (and its factors) while in cache
+    PART_ROWS = 64  # rows that take a tree's part (and its factors) while in cache
 
 
 cdef void part_factors(
@@ -389,27 +389,17 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t max_nodes = int(np.max(np.diff(part["start"]), initial=1))
     cdef int64_t M = max(1, rule_points.shape[1])
-    cdef int64_t n_part = node.shape[0]
-    cdef double[::1] ratio_prod = np.ones(max(n_part, 1))
-    cdef double[::1] factor = np.ones(max(n_part, 1) * 2 * M)
-    cdef double[::1] inv_factor = np.ones(max(n_part, 1) * 2 * M)
     cdef int64_t n_blocks = (n_rows + PART_ROWS - 1) // PART_ROWS
-    cdef Py_ssize_t bi, ti
-    cdef int64_t i, t, s, n, r
+    cdef Py_ssize_t bi
+    cdef int64_t i, t, ti, s, n, r
     cdef Scratch sc
     cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
-    for ti in prange(trees.shape[0], nogil=True, num_threads=n_threads, schedule="dynamic"):
-        t = trees[ti]
-        s = start[t]
-        r = tree_rule[t]
-        part_factors(&f, &node[s], &prev[s], start[t + 1] - s, &rule_points[r, 0],
-                     rule_size[r], M, &ratio_prod[s], &factor[2 * M * s],
-                     &inv_factor[2 * M * s])
     with nogil, parallel(num_threads=n_threads):
-        # left_taken holds 2 bytes per node: the decision and X
+        # twice the nodes: left_taken holds the decision and X of every node,
+        # factor and inv_factor a part's factors at X = 0 and X = 1
         sc = scratch_alloc(2 * max(max_nodes, 1), M, f.n_values)
         if scratch_failed(&sc):
             failed[0] = 1
@@ -423,11 +413,12 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
                 if n <= 1:
                     continue
                 r = tree_rule[t]
+                part_factors(&f, &node[s], &prev[s], n, &rule_points[r, 0], rule_size[r], M,
+                             sc.ratio_prod, sc.factor, sc.inv_factor)
                 for i in range(bi * PART_ROWS, min(n_rows, (bi + 1) * PART_ROWS)):
                     part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
-                                  &rule_weights[r, 0], rule_size[r], M, &ratio_prod[s],
-                                  &factor[2 * M * s], &inv_factor[2 * M * s], &sc,
-                                  &out[i, 0, 0])
+                                  &rule_weights[r, 0], rule_size[r], M, sc.ratio_prod,
+                                  sc.factor, sc.inv_factor, &sc, &out[i, 0, 0])
         scratch_free(&sc)
     interrupt_raise(&stop)
     if failed[0]:
