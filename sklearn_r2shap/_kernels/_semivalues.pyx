@@ -291,7 +291,9 @@ cdef void part_gradient(
     """tree_gradient_uniform on the ``n`` nodes of a part of tree ``t``
     (local positions: ``parent``, ``prev``) with the factors of
     ``part_factors``: add sum_l weights[l] * grad F_part(points[l] 1) to
-    ``out`` (n_outputs, p)."""
+    ``out`` (n_outputs, p). The weights start the path products at the root,
+    so every leaf term, H_k and credit carries them (all are linear in the
+    leaf terms); no division: X selects a precomputed factor and inverse."""
     cdef int64_t W = f.n_values
     cdef int64_t p_features = f.n_features
     cdef int64_t i, k, pk, pi, qi, l, w, a, b, o
@@ -587,8 +589,8 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
             failed[0] = 1
             continue
         if rv < 0:
-            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m, scale_left[u], out,
-                       work)
+            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_left[u], out, work)
         else:
             size = (<int64_t> 1) << d
             left = <double*> malloc(2 * size * d * sizeof(double))
@@ -597,10 +599,10 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
                 free(work)
                 continue
             right = left + size * d
-            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m, scale_left[u], left,
-                       work)
-            leaf_table(&ratio[fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m, scale_right[u], right,
-                       work)
+            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_left[u], left, work)
+            leaf_table(&ratio[fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_right[u], right, work)
             s = unit_slot[u]
             for P in range(2 * size):
                 A = P & (size - 1)
@@ -669,8 +671,9 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     """Add the tabulated contributions of ``trees`` to ``out`` (n_rows, n_outputs, p).
 
     ``table_start`` is indexed by unit (-1 where the unit is not tabulated:
-    its leaves go to the quadrature kernel). ``scaled``: the tables hold value-weighted contributions (one
-    output per tree), else unit-valued ones of single leaves. Rows go in
+    its leaves go to the quadrature kernel). ``scaled``: the tables hold
+    value-weighted contributions (one output per tree), else unit-valued ones
+    of single leaves. Rows go in
     blocks; in a block, tree by tree, first every row's pattern at every
     unit, then unit by unit, so that a unit's table stays in cache.
     """
