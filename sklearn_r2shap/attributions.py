@@ -16,6 +16,8 @@ partitions), which checks the rows and runs it.
 Layer: public functions. Imports the layers below (ground floor, ``_model``,
 ``_games``, ``_execution``); never an estimator.
 """
+import functools
+
 import numpy as np
 
 from . import _groups, _pipeline
@@ -72,19 +74,23 @@ def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seco
         seconds_per_row), progress=progress, n_threads=n_threads, **kwargs)
 
 
-def _semivalues(model, X, points_of, n_jobs, verbose, desc):
-    """Quadrature semivalues (points and weights of the ensemble's rule) of every row."""
+def _semivalues(model, X, rule_of, n_jobs, verbose, desc):
+    """Quadrature semivalues of every row; ``rule_of(degree)``: the points and
+    weights exact for polynomials of that degree (the ensemble's rule for
+    degree ``n_path_features - 1``; trees and leaves of fewer distinct path
+    features take smaller rules)."""
     ensemble = _explained(model)
     verbose = _local.check_verbose(verbose)
-    points, weights = points_of(ensemble)
+    points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
     # local rows: the pattern tables are built once for all of X's rows
     points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
     if _dask.is_dask_collection(X):  # the ensemble is the graph's one key; tables per block
         return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
                           width=ensemble.n_features + 1, verbose=verbose, desc=desc,
                           seconds_per_row=semivalue_seconds(ensemble, len(points)),
-                          points=points, weights=weights)
-    game = _games.SemivalueGame(ensemble, points, weights, n_rows_features(X)[0])
+                          points=points, weights=weights, rule_of=rule_of)
+    game = _games.SemivalueGame(ensemble, points, weights, n_rows_features(X)[0],
+                                rule_of=rule_of)
     return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
                       width=ensemble.n_features + 1, verbose=verbose, desc=desc,
                       seconds_per_row=semivalue_seconds(ensemble, len(points)), game=game)
@@ -211,8 +217,8 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
         return interventional_values(model, X, background, kind="beta",
                                      parameters=(alpha, beta), n_jobs=n_jobs)
     desc = "SHAP values" if alpha == beta == 1 else f"Beta({alpha}, {beta}) Shapley values"
-    return _semivalues(model, X, lambda ens: beta_quadrature(alpha, beta, ens.n_path_features - 1),
-                       n_jobs, verbose, desc)
+    return _semivalues(model, X, functools.partial(beta_quadrature, alpha, beta), n_jobs, verbose,
+                       desc)
 
 
 def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None,
@@ -262,8 +268,13 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
     if background is not None:
         return interventional_values(model, X, background, kind="banzhaf", parameters=(q,),
                                      n_jobs=n_jobs)
-    return _semivalues(model, X, lambda ens: (np.array([q]), np.array([1.0])), n_jobs, verbose,
+    return _semivalues(model, X, functools.partial(_banzhaf_rule, q), n_jobs, verbose,
                        "Banzhaf values")
+
+
+def _banzhaf_rule(q, degree):
+    """grad F(q 1): one point, exact for any degree."""
+    return np.array([q]), np.array([1.0])
 
 
 def saabas_values(model, X, *, n_jobs=None):

@@ -93,9 +93,10 @@ def random_ensemble(seed, p=5, n_trees=3, max_depth=5, n_outputs=1, vector_leave
     return ens, random_data(rng, 8, p, categorical, nan_fraction=0.2)
 
 
-@pytest.fixture(params=["tables", "quadrature"], autouse=True)
+@pytest.fixture(params=["tables", "quadrature", "mixed"], autouse=True)
 def route(request, monkeypatch):
-    """Every test runs through both semivalue routes (pattern tables, quadrature)."""
+    """Every test runs through each semivalue route: pattern tables, quadrature,
+    and both within a tree (the leaves of up to the median d tabulated)."""
     monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", request.param)
     return request.param
 

@@ -3,6 +3,7 @@
 or rebuilt per block beyond the memory budget, single leaves and leaf pairs,
 against subset enumeration (tests/reference.py)."""
 
+import functools
 import importlib
 import pickle
 
@@ -102,3 +103,102 @@ def test_pickled_game_drops_its_tables():
     assert copy._resident is None
     np.testing.assert_array_equal(semivalue_games.uniform_semivalues(copy, X, n_threads=1),
                                   before)
+
+
+@pytest.mark.parametrize("name", ENSEMBLES)
+def test_mixed_route_splits_trees_and_matches_enumeration(name, monkeypatch):
+    """Leaves of one tree through the tables and through the quadrature kernel
+    on the part of the tree above the others (NaN rows, categorical splits,
+    vector leaves), in blocks, resident or not: the values of enumeration,
+    bit for bit the same for any number of threads."""
+    ens, X = many_rows(name)
+    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "mixed")
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+    routes = game.routes(len(X))
+    assert np.any((routes > 0) & (routes < game.structure()["tree_max_dim"]))
+    for budget in (1 << 25, 40):
+        monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
+        blocks_of_three(monkeypatch)
+        got = shap_values(ens, X, n_jobs=2)
+        if ens.n_outputs == 1:
+            got = got[:, None, :]
+        for i in range(0, len(X), 5):
+            want = reference.semivalue(ens, X[i], reference.shapley_weight)
+            assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
+        again = shap_values(ens, X, n_jobs=1)
+        np.testing.assert_array_equal(again.reshape(got.shape), got)
+
+
+def test_part_nodes_are_the_paths_to_the_quadrature_leaves():
+    ens, _ = random_ensemble(**ENSEMBLES["repeated-features"])
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights)
+    structure = game.structure()
+    routes = np.full(ens.n_trees, 2, dtype=np.int64)
+    part = game._part(routes)
+    leaf_node, leaf_dim = structure["leaf_node"], structure["leaf_dim"]
+    for t in range(ens.n_trees):
+        s, e = part["start"][t], part["start"][t + 1]
+        nodes = part["node"][s:e]
+        deep = leaf_node[structure["tree_leaf_start"][t]:structure["tree_leaf_start"][t + 1]]
+        deep = deep[leaf_dim[structure["tree_leaf_start"][t]:
+                             structure["tree_leaf_start"][t + 1]] > 2]
+        want = set()
+        for v in deep:  # every node on the path to a leaf of more than 2 features
+            while v >= 0:
+                want.add(int(v))
+                v = ens.parent[v]
+        assert set(nodes.tolist()) == want and np.all(np.diff(nodes) > 0)
+        # positions of the parent and of the feature's earlier edge in the part
+        for i, k in enumerate(nodes):
+            parent, prev = part["parent"][s + i], part["prev"][s + i]
+            assert (nodes[parent] if parent >= 0 else -1) == ens.parent[k]
+            assert (nodes[prev] if prev >= 0 else -1) == ens.prev_same[k]
+
+
+def test_each_tree_and_leaf_takes_its_own_rule(monkeypatch):
+    """Leaves of d distinct features integrate a polynomial of degree d - 1:
+    ceil(d / 2) Gauss points; the values equal those of the ensemble's rule."""
+    ens, X = random_ensemble(seed=6, p=8, n_trees=4, max_depth=9)
+    assert ens.n_path_features >= 6
+    rule_of = functools.partial(beta_quadrature, 4, 1)
+    points, weights = rule_of(ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
+    sizes = game.rules[2]
+    np.testing.assert_array_equal(sizes[1:], (np.arange(1, len(sizes)) + 1) // 2)
+    assert sizes[-1] == len(points) > sizes[2]
+    np.testing.assert_array_equal(game.rules[0][-1], points)
+    single = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+    assert np.all(single.rules[2] == len(points))
+    for route in ("quadrature", "tables", "mixed"):
+        monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", route)
+        own = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
+        same = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+        np.testing.assert_allclose(own.values(X, 1), same.values(X, 1), rtol=0, atol=1e-12)
+
+
+def test_auto_routes_mix_within_the_table_budget(monkeypatch):
+    """Deep trees, many rows, a small memory budget: the greedy choice keeps
+    the tables within the budget, tabulates some trees' shallow leaves only,
+    and gives the values of the quadrature route."""
+    ens, _ = random_ensemble(seed=5, p=9, n_trees=4, max_depth=12)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 9)).round(1)
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    rule_of = functools.partial(beta_quadrature, 1, 1)
+    budget = 3000
+    monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
+    resident = game.resident()
+    max_dim = game.structure()["tree_max_dim"]
+    assert np.any((resident > 0) & (resident < max_dim))
+    assert game.curves()["entries"][np.arange(ens.n_trees), resident].sum() <= budget
+    got = game.values(X, 2)
+    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "quadrature")
+    quadrature = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
+    want = quadrature.values(X, 2)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
+    i = int(np.argmax(np.abs(want).sum(axis=(1, 2))))
+    exact = reference.semivalue(ens, X[i], reference.shapley_weight)[0]
+    np.testing.assert_allclose(got[i, 0], exact, rtol=0, atol=1e-12 * np.max(np.abs(want)))

@@ -9,6 +9,7 @@ returns an array with one row per input row.
 
 Layer: games. Imports the ground floor, ``_model`` and ``_kernels``.
 """
+import heapq
 import math
 import threading
 
@@ -44,13 +45,17 @@ def with_expected_value(ensemble, contributions):
 
 
 # Pattern tables hold 2^d numbers per leaf; beyond this many entries per tree
-# (or when rows are too few to repay them) a tree goes to the quadrature kernel.
+# (or when rows are too few to repay them) a tree's leaves go to the quadrature kernel.
 _MAX_TABLE_ENTRIES = 1 << 22
 _TABLE_GROUP_ENTRIES = 1 << 23
 # Tables of at most this many entries in all (8 bytes each) are built once per
 # call and kept for every block of rows; beyond it, per block.
 _RESIDENT_TABLE_ENTRIES = 1 << 25
-# Tests set this to "tables" or "quadrature" to check both routes.
+# Leaves of more distinct path features are never tabulated (32-bit patterns).
+_MAX_TABLE_DIM = 30
+# Tests set this to "tables", "quadrature" or "mixed" (the leaves of up to
+# the median d of each tree tabulated, at least the deepest ones by
+# quadrature) to check every route.
 _FORCE_ROUTE = None
 
 
@@ -58,29 +63,62 @@ class SemivalueGame:
     """The semivalues sum_l w_l grad F_x(t_l 1) of an ensemble's path-dependent
     game, for the block function :func:`uniform_semivalues`.
 
+    grad F_x is a sum over leaves, so each tree splits its leaves at a number
+    of distinct path features D_t (its route): the leaves of at most D_t
+    features go through pattern tables, the others through the quadrature
+    kernel on the part of the tree leading to them (D_t = 0: the whole tree
+    by quadrature). Each group of leaves takes the smallest rule exact for
+    it: ``rule_of(degree)`` gives the points and weights exact for
+    polynomials of that degree, and leaves of d features have a gradient of
+    degree d - 1 (without ``rule_of``, every leaf takes ``points`` and
+    ``weights``).
+
     The pattern tables of the trees that repay them for ``n_rows`` rows (all
     the rows of the call; None: each block's rows) are built on the first
     block and kept for the next ones, up to ``_RESIDENT_TABLE_ENTRIES``
     entries; they are not pickled (a dask worker builds its own once).
     """
 
-    def __init__(self, ensemble, points, weights, n_rows=None):
+    def __init__(self, ensemble, points, weights, n_rows=None, rule_of=None):
         self.ensemble = ensemble
         self.points, self.weights = (np.ascontiguousarray(a, dtype=np.float64)
                                      for a in (points, weights))
         self.n_rows = n_rows
+        self.rules = self._rules(rule_of)
         self._structure = None
-        self._resident = None  # (trees, tables, start_by_unit) once built
+        self._curves = {}
+        self._parts = {}
+        self._resident = None  # (routes, tables, start_by_unit) once built
         self._lock = threading.Lock()
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_resident"] = state["_lock"] = None
+        state["_parts"], state["_curves"] = {}, {}
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    def _rules(self, rule_of):
+        """(points, weights, sizes): row d, padded, the rule of the leaves of
+        d distinct path features; never more points than the given rule."""
+        d_max = max(1, int(self.ensemble.n_path_features))
+        m = len(self.points)
+        rows = []
+        for d in range(d_max + 1):
+            rule = None if rule_of is None else rule_of(max(d - 1, 0))
+            if rule is None or len(rule[0]) >= m:
+                rule = (self.points, self.weights)
+            rows.append(rule)
+        points = np.zeros((d_max + 1, m))
+        weights = np.zeros((d_max + 1, m))
+        sizes = np.array([len(p) for p, _ in rows], dtype=np.int64)
+        for d, (p, w) in enumerate(rows):
+            points[d, :len(p)] = p
+            weights[d, :len(w)] = w
+        return points, weights, sizes
 
     def structure(self):
         if self._structure is None:
@@ -90,12 +128,9 @@ class SemivalueGame:
             entries = (1 << np.minimum(leaf_dim, 62)) * leaf_dim
             structure["entries"] = entries
             if len(entries):
-                structure["tree_entries"] = np.add.reduceat(entries, tree_leaf_start[:-1])
-                structure["tree_leaf_terms"] = np.add.reduceat(leaf_dim, tree_leaf_start[:-1])
                 structure["tree_max_dim"] = np.maximum.reduceat(leaf_dim, tree_leaf_start[:-1])
             else:
-                structure["tree_entries"] = structure["tree_leaf_terms"] = \
-                    structure["tree_max_dim"] = np.zeros(self.ensemble.n_trees, dtype=np.int64)
+                structure["tree_max_dim"] = np.zeros(self.ensemble.n_trees, dtype=np.int64)
             structure["units"] = self._units(structure)
             self._structure = structure
         return self._structure
@@ -130,60 +165,146 @@ class SemivalueGame:
         return {
             "leaf": leaf, "right": right,
             "slot": structure["node_slot"][leaf_node[leaf]].astype(np.int64),
+            "dim": structure["leaf_dim"][leaf],  # a pair's leaves share their features
             "entries": structure["entries"][leaf] * np.where(right >= 0, 2, 1),
+            "tree": np.searchsorted(structure["tree_leaf_start"], leaf, side="right") - 1,
             "tree_unit_start": np.searchsorted(leaf, structure["tree_leaf_start"]).astype(
                 np.int64),
             "scale_left": np.ascontiguousarray(scale_left, dtype=np.float64),
             "scale_right": np.ascontiguousarray(scale_right, dtype=np.float64),
         }
 
-    def savings(self, n_rows):
-        """Per tree, the work the pattern tables save over the quadrature
-        kernel for ``n_rows`` rows (negative: they cost more), in units of
-        about half a nanosecond: building a table entry costs about 20 + 2m
-        (memory), a row about 4 per node and 1 per leaf term, the quadrature
-        kernel 12 per node and point (2026-11, measured on XGBoost depth 8
-        and LightGBM 255-leaf models)."""
-        structure = self.structure()
-        m = len(self.points)
-        tree_nodes = np.diff(self.ensemble.tree_start)
-        build = (20.0 + 2.0 * m) * structure["tree_entries"]
-        rows = n_rows * (4.0 * tree_nodes + structure["tree_leaf_terms"])
-        return n_rows * 12.0 * m * tree_nodes - rows - build
+    def curves(self):
+        """Per tree t and route D (columns 0 to the largest d): the table
+        entries, the work of building them and the work per row, in units of
+        about half a nanosecond: building a table entry costs about
+        20 + 2m (memory), a row about 4 per node of a tree with tables and 1
+        per tabulated leaf term, the quadrature kernel 12 per node of the
+        tree's part and point (2026-11, measured on XGBoost depth 8 and
+        LightGBM 255-leaf models)."""
+        if "entries" not in self._curves:
+            structure = self.structure()
+            ensemble = self.ensemble
+            units = structure["units"]
+            sizes = self.rules[2]
+            n_trees, width = ensemble.n_trees, len(sizes)
+            tree_nodes = np.diff(ensemble.tree_start)
 
-    def tabulated(self, n_rows):
-        """Which trees go through the pattern tables for ``n_rows`` rows."""
-        structure = self.structure()
-        feasible = ((structure["tree_entries"] <= _MAX_TABLE_ENTRIES)
-                    & (structure["tree_max_dim"] <= 30))
+            def by_dim(tree, dim, amount):  # cumulative over d <= D
+                table = np.zeros((n_trees, width))
+                np.add.at(table, (tree, dim), amount)
+                return np.cumsum(table, axis=1)
+
+            entries = by_dim(units["tree"], units["dim"], units["entries"])
+            build = by_dim(units["tree"], units["dim"],
+                           units["entries"] * (20.0 + 2.0 * sizes[units["dim"]]))
+            leaf_tree = np.searchsorted(structure["tree_leaf_start"],
+                                        np.arange(len(structure["leaf_dim"])), side="right") - 1
+            terms = by_dim(leaf_tree, structure["leaf_dim"], structure["leaf_dim"])
+            node_tree = np.repeat(np.arange(n_trees), tree_nodes)
+            nodes_le = by_dim(node_tree, structure["node_below_dim"], 1.0)
+            part_nodes = tree_nodes[:, None] - nodes_le  # nodes above a leaf of d > D
+            part_nodes[part_nodes <= 1] = 0  # no leaf left: the kernel skips the tree
+            m_part = sizes[structure["tree_max_dim"]][:, None]
+            row = (np.where(entries > 0, 4.0 * tree_nodes[:, None], 0.0) + terms
+                   + 12.0 * m_part * part_nodes)
+            feasible = (entries <= _MAX_TABLE_ENTRIES) & (np.arange(width) <= _MAX_TABLE_DIM)
+            self._curves = {"entries": entries, "build": build, "row": row,
+                            "feasible": feasible}
+        return self._curves
+
+    def forced_routes(self):
+        """The routes of ``_FORCE_ROUTE`` (None without)."""
+        if _FORCE_ROUTE is None:
+            return None
+        curves = self.curves()
+        feasible = curves["feasible"]
+        largest = feasible.shape[1] - 1 - np.argmax(feasible[:, ::-1], axis=1)
         if _FORCE_ROUTE == "tables":
-            return feasible
+            return largest
         if _FORCE_ROUTE == "quadrature":
-            return np.zeros(self.ensemble.n_trees, dtype=bool)
-        return feasible & (self.savings(n_rows) > 0)
+            return np.zeros(self.ensemble.n_trees, dtype=np.int64)
+        assert _FORCE_ROUTE == "mixed", _FORCE_ROUTE
+        structure = self.structure()
+        leaf_dim, start = structure["leaf_dim"], structure["tree_leaf_start"]
+        middle = np.array([np.median(leaf_dim[start[t]:start[t + 1]]) if start[t + 1] > start[t]
+                           else 0 for t in range(self.ensemble.n_trees)]).astype(np.int64)
+        return np.minimum(np.minimum(middle, structure["tree_max_dim"] - 1), largest).clip(0)
+
+    def routes(self, n_rows):
+        """Per tree, the route D_t cheapest for ``n_rows`` rows (tables built
+        for them)."""
+        forced = self.forced_routes()
+        if forced is not None:
+            return forced
+        curves = self.curves()
+        cost = np.where(curves["feasible"], curves["build"] + n_rows * curves["row"], np.inf)
+        return np.argmin(cost, axis=1).astype(np.int64)
 
     def resident(self):
-        """The tabulated trees whose tables are kept for every block: by
-        savings per entry, within ``_RESIDENT_TABLE_ENTRIES``."""
-        entries = self.structure()["tree_entries"]
-        trees = np.flatnonzero(self.tabulated(self.n_rows))
-        order = np.argsort(-self.savings(self.n_rows)[trees] / np.maximum(entries[trees], 1),
-                           kind="stable")
-        trees = trees[order]
-        return np.sort(trees[np.cumsum(entries[trees]) <= _RESIDENT_TABLE_ENTRIES])
+        """The routes of the trees whose tables are kept for every block (0
+        elsewhere), within ``_RESIDENT_TABLE_ENTRIES`` entries: greedily by
+        work saved per entry, each tree moving to the route of best ratio."""
+        curves = self.curves()
+        n_trees = self.ensemble.n_trees
+        entries = curves["entries"]
+        cost = curves["build"] + self.n_rows * curves["row"]
+        forced = self.forced_routes()
+        budget = _RESIDENT_TABLE_ENTRIES
+        routes = np.zeros(n_trees, dtype=np.int64)
+        if forced is not None:  # by saving per entry, whatever its sign
+            trees = np.flatnonzero(forced > 0)
+            taken = entries[trees, forced[trees]]
+            saving = (cost[trees, 0] - cost[trees, forced[trees]]) / np.maximum(taken, 1)
+            order = np.argsort(-saving, kind="stable")
+            trees, taken = trees[order], taken[order]
+            keep = trees[np.cumsum(taken) <= budget]
+            routes[keep] = forced[keep]
+            return routes
+        cost = np.where(curves["feasible"], cost, np.inf)
+        heap = []
 
-    def _tables(self, trees, n_threads):
-        """(tables, start of each unit's table by unit index, -1 elsewhere)."""
+        def push(t):
+            here = routes[t]
+            extra = entries[t] - entries[t, here]
+            gain = cost[t, here] - cost[t]
+            ok = (gain > 0) & (extra <= budget) & np.isfinite(cost[t])
+            ok[:here + 1] = False
+            if ok.any():
+                ratio = np.where(ok, gain / np.maximum(extra, 1.0), -np.inf)
+                best = int(np.argmax(ratio))
+                heapq.heappush(heap, (-ratio[best], t, best, here))
+
+        for t in range(n_trees):
+            push(t)
+        while heap:
+            _, t, route, here = heapq.heappop(heap)
+            if routes[t] != here:
+                continue
+            extra = entries[t, route] - entries[t, here]
+            if extra > budget:  # the budget shrank since: look again
+                push(t)
+                continue
+            budget -= extra
+            routes[t] = route
+            push(t)
+        return routes
+
+    def _tables(self, routes, trees, n_threads):
+        """(tables, start of each unit's table by unit index, -1 elsewhere)
+        of the units of ``trees`` tabulated on ``routes``."""
         structure = self.structure()
         units = structure["units"]
         tree_unit_start = units["tree_unit_start"]
         selected = (np.concatenate([np.arange(tree_unit_start[g], tree_unit_start[g + 1])
                                     for g in trees]).astype(np.int64)
                     if len(trees) else np.zeros(0, dtype=np.int64))
+        selected = selected[units["dim"][selected] <= routes[units["tree"][selected]]]
         table_start = np.concatenate([[0], np.cumsum(units["entries"][selected])]).astype(
             np.int64)
+        points, weights, sizes = self.rules
         tables = _semivalues.pattern_tables(structure, units, selected, table_start,
-                                            self.points, self.weights, units["scale_left"],
+                                            points, weights, sizes, units["scale_left"],
                                             units["scale_right"], n_threads)
         start_by_unit = np.full(len(units["leaf"]), -1, dtype=np.int64)
         start_by_unit[selected] = table_start[:-1]
@@ -195,6 +316,21 @@ class SemivalueGame:
                                        np.asarray(trees, dtype=np.int64), tables, table_start,
                                        self.ensemble.n_values == 1, phi, n_threads)
 
+    def _part(self, routes):
+        """The parts of the trees left to the quadrature kernel on ``routes``."""
+        key = routes.tobytes()
+        part = self._parts.get(key)
+        if part is None:
+            structure = self.structure()
+            keep = np.zeros(self.ensemble.n_nodes, dtype=np.uint8)
+            leaf_tree = np.searchsorted(structure["tree_leaf_start"],
+                                        np.arange(len(structure["leaf_dim"])), side="right") - 1
+            deep = structure["leaf_dim"] > routes[leaf_tree]
+            keep[structure["leaf_node"][deep]] = 1
+            part = _semivalues.part_nodes(self.ensemble, keep)
+            self._parts = {key: part}  # the last one only
+        return part
+
     def values(self, X, n_threads):
         """The semivalues of rows X, shape (n_rows, n_outputs, n_features)."""
         ensemble = self.ensemble
@@ -202,43 +338,46 @@ class SemivalueGame:
         if X.shape[0] == 0:
             return phi
         structure = self.structure()
-        tree_entries = structure["tree_entries"]
+        entries = self.curves()["entries"]
         if self.n_rows is None:
-            resident = np.zeros(0, dtype=np.int64)
+            resident = np.zeros(ensemble.n_trees, dtype=np.int64)
         else:
             with self._lock:
                 if self._resident is None:  # kept for the next blocks
-                    trees = self.resident()
-                    self._resident = (trees,) + self._tables(trees, n_threads)
+                    resident = self.resident()
+                    self._resident = (resident,) + self._tables(
+                        resident, np.flatnonzero(resident), n_threads)
             resident, tables, start_by_unit = self._resident
-        tabulate = self.tabulated(X.shape[0])
-        tabulate[resident] = True
-        _semivalues.semivalues_uniform(ensemble, X, self.points, self.weights,
-                                       np.flatnonzero(~tabulate).astype(np.int64), phi,
-                                       n_threads)
-        if len(resident):
-            self._add_tabulated(X, resident, tables, start_by_unit, phi, n_threads)
-        tabulate[resident] = False
+        routes = np.where(resident > 0, resident, self.routes(X.shape[0]))
+        part = self._part(routes)
+        quadrature = np.flatnonzero(np.diff(part["start"]) > 1).astype(np.int64)
+        points, weights, sizes = self.rules
+        _semivalues.part_semivalues(ensemble, X, part, quadrature, structure["tree_max_dim"],
+                                    points, weights, sizes, phi, n_threads)
+        if np.any(resident > 0):
+            self._add_tabulated(X, np.flatnonzero(resident), tables, start_by_unit, phi,
+                                n_threads)
         group, group_entries = [], 0
-        others = list(np.flatnonzero(tabulate))
+        others = np.flatnonzero((resident == 0) & (routes > 0))
         for position, t in enumerate(others):  # tables built for this block only
             group.append(t)
-            group_entries += tree_entries[t]
+            group_entries += entries[t, routes[t]]
             if group_entries >= _TABLE_GROUP_ENTRIES or position == len(others) - 1:
-                block_tables, block_start = self._tables(group, n_threads)
+                block_tables, block_start = self._tables(routes, group, n_threads)
                 self._add_tabulated(X, group, block_tables, block_start, phi, n_threads)
                 group, group_entries = [], 0
         return phi
 
 
-def uniform_semivalues(game, X, *, points=None, weights=None, n_threads):
-    """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow trees and
-    many rows, by the per-row quadrature kernel otherwise (same values).
+def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, n_threads):
+    """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow leaves
+    and many rows, by the per-row quadrature kernel otherwise (same values).
 
     ``game``: a :class:`SemivalueGame` (tables kept across blocks), or an
-    ensemble with ``points`` and ``weights`` (tables for these rows only)."""
+    ensemble with ``points`` and ``weights`` (and optionally ``rule_of``;
+    tables for these rows only)."""
     if not isinstance(game, SemivalueGame):
-        game = SemivalueGame(game, points, weights)
+        game = SemivalueGame(game, points, weights, rule_of=rule_of)
     return with_expected_value(game.ensemble, game.values(X, n_threads))
 
 

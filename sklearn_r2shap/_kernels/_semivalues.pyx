@@ -187,6 +187,246 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
         raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
+# Quadrature over part of a tree. grad F_t is a sum over the tree's leaves
+# (header), so its leaves can be split between the pattern tables below and
+# this kernel, which walks only the nodes on the paths to its own leaves (a
+# rooted part of the tree, in preorder) with a Gauss rule exact for the most
+# distinct features d on those paths (degree d - 1): the nodes of a part
+# hold the terms of its leaves only, and the down and up passes above run
+# unchanged on them.
+
+def part_nodes(ens, const uint8_t[::1] keep_leaf):
+    """The parts of the trees spanned by the leaves with ``keep_leaf`` set
+    (per node): per tree, the nodes on a path to such a leaf, in preorder.
+
+    Returns ``start`` (n_trees + 1) and, per node of a part, ``node``
+    (global index), ``parent`` and ``prev`` (positions in the tree's part of
+    the parent and of ``prev_same``; -1 for none).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef uint8_t[::1] keep = np.array(keep_leaf, dtype=np.uint8, copy=True)
+    cdef int64_t[::1] position = np.full(f.n_nodes, -1, dtype=np.int64)
+    cdef int64_t[::1] start = np.zeros(f.n_trees + 1, dtype=np.int64)
+    cdef int64_t k, t, count = 0, q
+    with nogil:
+        for k in range(f.n_nodes - 1, -1, -1):  # preorder: children after parents
+            if keep[k] and f.parent[k] >= 0:
+                keep[f.parent[k]] = 1
+        for t in range(f.n_trees):
+            start[t] = count
+            for k in range(f.tree_start[t], f.tree_start[t + 1]):
+                if keep[k]:
+                    position[k] = count - start[t]
+                    count += 1
+        start[f.n_trees] = count
+    cdef int64_t[::1] node = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] parent = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] prev = np.empty(count, dtype=np.int64)
+    cdef int64_t i = 0
+    with nogil:
+        for k in range(f.n_nodes):
+            if not keep[k]:
+                continue
+            node[i] = k
+            parent[i] = position[f.parent[k]] if f.parent[k] >= 0 else -1
+            q = f.prev_same[k]
+            prev[i] = position[q] if q >= 0 else -1
+            i += 1
+    return {"start": np.asarray(start), "node": np.asarray(node),
+            "parent": np.asarray(parent), "prev": np.asarray(prev)}
+
+
+cdef extern from *:
+    """
+    static double r2shap_sum_product(const double* a, const double* b, const double* c,
+                                     int64_t m) {
+        double acc = 0.0;
+        #pragma omp simd reduction(+:acc)
+        for (int64_t l = 0; l < m; l++) acc += (a[l] + b[l]) * c[l];
+        return acc;
+    }
+    """
+    double r2shap_sum_product(const double* a, const double* b, const double* c,
+                              int64_t m) noexcept nogil
+
+
+cdef enum:
+    PART_ROWS = 64  # rows that take a tree's part (and its factors) while in cache
+
+
+cdef void part_factors(
+    const Forest* f, const int64_t* node, const int64_t* prev, int64_t n,
+    const double* points, int64_t m, int64_t M, double* ratio_prod, double* factor,
+    double* inv_factor,
+) noexcept nogil:
+    """The row-independent part of the down pass: R of every node of a part
+    and, for X = 0 and X = 1, the factors R + t_l (X - R) and their inverses
+    (0 where the factor is 0: then R = X = 0), at ``factor[(i 2 + X) M + l]``."""
+    cdef int64_t i, l, x, qi
+    cdef double rk, fk
+    ratio_prod[0] = 1.0
+    for x in range(2):
+        for l in range(m):
+            factor[x * M + l] = 1.0
+            inv_factor[x * M + l] = 1.0
+    for i in range(1, n):
+        rk = f.ratio[node[i]]
+        qi = prev[i]
+        if qi >= 0:
+            rk = rk * ratio_prod[qi]
+        ratio_prod[i] = rk
+        for x in range(2):
+            for l in range(m):
+                fk = rk + points[l] * (x - rk)
+                factor[(i * 2 + x) * M + l] = fk
+                inv_factor[(i * 2 + x) * M + l] = 1.0 / fk if fk != 0.0 else 0.0
+
+
+cdef void part_gradient(
+    const Forest* f, int64_t t, const int64_t* node, const int64_t* parent,
+    const int64_t* prev, int64_t n, const double* x, const double* weights, int64_t m,
+    int64_t M, const double* ratio_prod, const double* factor, const double* inv_factor,
+    Scratch* sc, double* out,
+) noexcept nogil:
+    """tree_gradient_uniform on the ``n`` nodes of a part of tree ``t``
+    (local positions: ``parent``, ``prev``) with the factors of
+    ``part_factors``: add sum_l weights[l] * grad F_part(points[l] 1) to
+    ``out`` (n_outputs, p). The weights start the path products at the root,
+    so every leaf term, H_k and credit carries them (all are linear in the
+    leaf terms); no division: X selects a precomputed factor and inverse."""
+    cdef int64_t W = f.n_values
+    cdef int64_t p_features = f.n_features
+    cdef int64_t i, k, pk, pi, qi, l, w, a, b, o
+    cdef double d, acc
+    cdef uint8_t* follow = sc.left_taken + n  # X of every node (0 or 1)
+    cdef const double* fac
+    cdef const double* rep
+    cdef const double* inv
+    cdef double* path = sc.path_prod
+    cdef double* sub = sc.subtree
+    cdef double* deep = sc.deepest
+    # X (path_factors on the part's nodes) and the down pass
+    sc.left_taken[0] = goes_left(f, node[0], x)
+    follow[0] = 1
+    for l in range(m):  # the weights ride along the products (all linear)
+        path[l] = weights[l]
+        sub[l] = 0.0  # the root of a part of several nodes is no leaf
+        deep[l] = 0.0
+    for i in range(1, n):
+        k = node[i]
+        pi = parent[i]
+        pk = node[pi]
+        follow[i] = sc.left_taken[pi] == (f.left[pk] == k)
+        qi = prev[i]
+        fac = factor + (i * 2 + 1) * M if follow[i] else factor + i * 2 * M
+        if qi >= 0:
+            follow[i] = follow[i] & follow[qi]
+            fac = factor + (i * 2 + follow[i]) * M
+            rep = inv_factor + (qi * 2 + follow[qi]) * M  # replaces the earlier edge's factor
+            for l in range(m):
+                path[i * m + l] = path[pi * m + l] * fac[l] * rep[l]
+        else:
+            for l in range(m):
+                path[i * m + l] = path[pi * m + l] * fac[l]
+        sc.left_taken[i] = goes_left(f, k, x)
+        if W == 1:  # leaf terms rho_k s_k (0 at internal nodes)
+            d = f.value[k]
+            for l in range(m):
+                sub[i * m + l] = d * path[i * m + l]
+                deep[i * m + l] = 0.0
+    if W == 1:
+        o = f.tree_output[t]
+        for i in range(n - 1, 0, -1):  # up pass (gradient_up_pass): H_k first
+            pi = parent[i]
+            qi = prev[i]
+            for l in range(m):
+                sub[pi * m + l] += sub[i * m + l]
+            if qi >= 0:
+                for l in range(m):
+                    deep[qi * m + l] -= sub[i * m + l]
+        for i in range(1, n):  # then the credits, independent of each other
+            d = follow[i] - ratio_prod[i]
+            if d != 0.0:
+                acc = r2shap_sum_product(&deep[i * m], &sub[i * m],
+                                         inv_factor + (i * 2 + follow[i]) * M, m)
+                out[o * p_features + f.feature[node[parent[i]]]] += d * acc
+        return
+    for i in range(n):
+        a = i * m * W
+        for l in range(m):
+            for w in range(W):
+                sub[a + l * W + w] = f.value[node[i] * W + w] * path[i * m + l]
+                deep[a + l * W + w] = 0.0
+    for i in range(n - 1, 0, -1):
+        pi = parent[i]
+        qi = prev[i]
+        inv = inv_factor + (i * 2 + follow[i]) * M
+        d = follow[i] - ratio_prod[i]
+        a = i * m * W
+        b = pi * m * W
+        for w in range(W):
+            acc = 0.0
+            for l in range(m):
+                acc = acc + (deep[a + l * W + w] + sub[a + l * W + w]) * inv[l]
+                sub[b + l * W + w] += sub[a + l * W + w]
+                if qi >= 0:
+                    deep[qi * m * W + l * W + w] -= sub[a + l * W + w]
+            out[w * p_features + f.feature[node[pi]]] += d * acc
+
+
+def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
+                    const int64_t[::1] tree_rule, const double[:, ::1] rule_points,
+                    const double[:, ::1] rule_weights, const int64_t[::1] rule_size,
+                    double[:, :, ::1] out, int n_threads):
+    """Add sum_l w_l grad F(t_l 1) of the parts (``part_nodes``) of ``trees``
+    to ``out`` (n_rows, n_outputs, p); tree t uses the rule of row
+    ``tree_rule[t]`` (``rule_size``, ``rule_points``, ``rule_weights``).
+    Parts of one node (no leaf kept, or a one-leaf tree) add nothing. Rows
+    go in blocks of PART_ROWS, tree by tree (a row's trees in order)."""
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] start = part["start"]
+    cdef const int64_t[::1] node = part["node"]
+    cdef const int64_t[::1] parent = part["parent"]
+    cdef const int64_t[::1] prev = part["prev"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t max_nodes = int(np.max(np.diff(part["start"]), initial=1))
+    cdef int64_t M = max(1, rule_points.shape[1])
+    cdef int64_t n_blocks = (n_rows + PART_ROWS - 1) // PART_ROWS
+    cdef Py_ssize_t bi
+    cdef int64_t i, t, ti, s, n, r
+    cdef Scratch sc
+    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        # twice the nodes: left_taken holds the decision and X of every node,
+        # factor and inv_factor a part's factors at X = 0 and X = 1
+        sc = scratch_alloc(2 * max(max_nodes, 1), M, f.n_values)
+        if scratch_failed(&sc):
+            failed[0] = 1
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if failed[0] or interrupted(&stop):
+                continue
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                s = start[t]
+                n = start[t + 1] - s
+                if n <= 1:
+                    continue
+                r = tree_rule[t]
+                part_factors(&f, &node[s], &prev[s], n, &rule_points[r, 0], rule_size[r], M,
+                             sc.ratio_prod, sc.factor, sc.inv_factor)
+                for i in range(bi * PART_ROWS, min(n_rows, (bi + 1) * PART_ROWS)):
+                    part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
+                                  &rule_weights[r, 0], rule_size[r], M, sc.ratio_prod,
+                                  sc.factor, sc.inv_factor, &sc, &out[i, 0, 0])
+        scratch_free(&sc)
+    interrupt_raise(&stop)
+    if failed[0]:
+        raise MemoryError("could not allocate the kernel's per-thread scratch space")
+
+
 # Pattern tables (for many rows of shallow trees). In a leaf's term
 #     rho_v prod_{j in F_v} ((1 - t) R_jv + t X_jv)
 # only X depends on the row, and X_jv is 0 or 1: a leaf with d distinct path
@@ -206,7 +446,8 @@ def pattern_structure(ens):
     ``leaf_dim`` (d), ``leaf_feature_start``, and flat ``leaf_feature`` /
     ``leaf_ratio`` (feature and R of each bit), ``leaf_edge`` (global index
     of the node the feature's deepest edge on the path leads to, where a row's
-    X is read), ``tree_leaf_start``.
+    X is read), ``tree_leaf_start``, and per node ``node_below_dim``, the
+    largest d of the leaves below it.
     """
     cdef Forest f = forest_from(ens)
     cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
@@ -227,6 +468,12 @@ def pattern_structure(ens):
                 node_slot[k] = distinct[p]
                 distinct[k] = distinct[p] + 1
                 ratio_prod[k] = f.ratio[k]
+    cdef int64_t[::1] below = np.array(distinct, copy=True)
+    with nogil:
+        for k in range(f.n_nodes - 1, -1, -1):  # preorder: children after parents
+            p = f.parent[k]
+            if p >= 0 and below[k] > below[p]:
+                below[p] = below[k]
     leaf = np.asarray(ens.children_left) < 0
     leaf_node = np.flatnonzero(leaf).astype(np.int64)
     leaf_dim = np.asarray(distinct)[leaf_node]
@@ -257,7 +504,7 @@ def pattern_structure(ens):
         "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
         "leaf_feature_start": leaf_feature_start, "leaf_feature": np.asarray(leaf_feature),
         "leaf_ratio": np.asarray(leaf_ratio), "leaf_edge": np.asarray(leaf_edge),
-        "tree_leaf_start": tree_leaf_start,
+        "tree_leaf_start": tree_leaf_start, "node_below_dim": np.asarray(below),
     }
 
 
@@ -300,14 +547,17 @@ cdef void leaf_table(const double* r, int64_t d, const double* points, const dou
 
 
 def pattern_tables(structure, units, const int64_t[::1] selected,
-                   const int64_t[::1] table_start, const double[::1] points,
-                   const double[::1] weights, const double[::1] scale_left,
-                   const double[::1] scale_right, int n_threads):
+                   const int64_t[::1] table_start, const double[:, ::1] rule_points,
+                   const double[:, ::1] rule_weights, const int64_t[::1] rule_size,
+                   const double[::1] scale_left, const double[::1] scale_right, int n_threads):
     """The tables of the given units (indices into ``units``' arrays);
     ``table_start[i]`` is where unit ``selected[i]``'s block starts. A single
     leaf's block is T[A, b] (2^d x d) times its ``scale_left``; a pair's is
     scale_left T_left[A, b] + scale_right T_right[A', b] for (A, right bit)
-    (2^(d+1) x d), A' being A with bit s replaced by the right bit.
+    (2^(d+1) x d), A' being A with bit s replaced by the right bit. A unit of
+    d distinct features uses the rule of row d: ``rule_size[d]`` points
+    ``rule_points[d]`` and weights ``rule_weights[d]`` (exact for degree
+    d - 1, the degree of its terms' gradient).
     """
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
@@ -317,9 +567,8 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
     cdef const int64_t[::1] unit_slot = units["slot"]
     cdef int64_t n_units = selected.shape[0]
     cdef double[::1] tables = np.empty(table_start[n_units] if n_units else 0)
-    cdef int64_t m = points.shape[0]
     cdef Py_ssize_t i
-    cdef int64_t u, v, rv, d, s, P, A, Ar, b, size
+    cdef int64_t u, v, rv, d, s, P, A, Ar, b, size, m
     cdef double* work
     cdef double* left
     cdef double* right
@@ -333,14 +582,15 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
         v = unit_leaf[u]
         rv = unit_right[u]
         d = dim[v]
+        m = rule_size[d]
         out = &tables[table_start[i]]
         work = <double*> malloc(2 * (d + 1) * sizeof(double))
         if work == NULL:
             failed[0] = 1
             continue
         if rv < 0:
-            leaf_table(&ratio[fstart[v]], d, &points[0], &weights[0], m, scale_left[u], out,
-                       work)
+            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_left[u], out, work)
         else:
             size = (<int64_t> 1) << d
             left = <double*> malloc(2 * size * d * sizeof(double))
@@ -349,10 +599,10 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
                 free(work)
                 continue
             right = left + size * d
-            leaf_table(&ratio[fstart[v]], d, &points[0], &weights[0], m, scale_left[u], left,
-                       work)
-            leaf_table(&ratio[fstart[rv]], d, &points[0], &weights[0], m, scale_right[u], right,
-                       work)
+            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_left[u], left, work)
+            leaf_table(&ratio[fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+                       scale_right[u], right, work)
             s = unit_slot[u]
             for P in range(2 * size):
                 A = P & (size - 1)
@@ -378,7 +628,8 @@ cdef void sub_patterns(
 ) noexcept nogil:
     """row_patterns for ``n_rows`` <= SUB rows (row r at X + r stride), node
     by node: ``pattern[k SUB + r]``, ``left_taken[k SUB + r]`` (local node k).
-    Tabulated trees have at most 32 distinct features on a path."""
+    Tabulated leaves have at most 30 distinct features on their path; nodes
+    of slot 32 or more (on paths left to the quadrature kernel) are skipped."""
     cdef int64_t start = f.tree_start[t]
     cdef int64_t n = f.tree_start[t + 1] - start
     cdef int64_t kk, k, p, b, r
@@ -394,6 +645,8 @@ cdef void sub_patterns(
         k = start + kk
         p = f.parent[k] - start
         b = node_slot[k]
+        if b >= 32:  # only on paths to leaves left to the quadrature kernel
+            continue
         mask = ~((<uint32_t> 1) << b)
         is_left = f.left[start + p] == k
         repeated = f.prev_same[k] >= 0
@@ -417,9 +670,10 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                        double[:, :, ::1] out, int n_threads):
     """Add the tabulated contributions of ``trees`` to ``out`` (n_rows, n_outputs, p).
 
-    ``table_start`` is indexed by unit (-1 where the unit's tree is not
-    tabulated). ``scaled``: the tables hold value-weighted contributions (one
-    output per tree), else unit-valued ones of single leaves. Rows go in
+    ``table_start`` is indexed by unit (-1 where the unit is not tabulated:
+    its leaves go to the quadrature kernel). ``scaled``: the tables hold
+    value-weighted contributions (one output per tree), else unit-valued ones
+    of single leaves. Rows go in
     blocks; in a block, tree by tree, first every row's pattern at every
     unit, then unit by unit, so that a unit's table stays in cache.
     """
@@ -481,6 +735,8 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                                  left_taken, pattern)
                     for uu in range(n_units):
                         u = tree_unit_start[t] + uu
+                        if table_start[u] < 0:  # left to the quadrature kernel
+                            continue
                         v = unit_leaf[u]
                         rv = unit_right[u]
                         a = (leaf_node[v] - start) * SUB
@@ -497,6 +753,8 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                 # 2. unit by unit
                 for uu in range(n_units):
                     u = tree_unit_start[t] + uu
+                    if table_start[u] < 0:
+                        continue
                     v = unit_leaf[u]
                     d = dim[v]
                     feat = &feature[fstart[v]]
