@@ -484,14 +484,18 @@ def test_categorical_and_linear_models_are_read_from_the_json_dump(monkeypatch):
     assert dump is not None and len(dump["trees"]) == SMALL["n_estimators"]
 
 
-def test_model_string_unknown_missing_type_raises(monkeypatch):
+@pytest.mark.parametrize("code, match", [
+    ("12", "unsupported missing_type 3"),  # missing-type bits 3
+    ("1", "categorical split in a tree without categories"),  # num_cat=0 but bit 0
+])
+def test_model_string_unknown_decision_types_raise(monkeypatch, code, match):
     model = lgb.LGBMRegressor(**SMALL).fit(X_TRAIN, Y_TRAIN, categorical_feature=[])
     text = model.booster_.model_to_string()
     start = text.index("decision_type=") + len("decision_type=")
     end = text.index("\n", start)
-    bad = " ".join("12" for _ in text[start:end].split())  # missing-type bits 3
+    bad = " ".join(code for _ in text[start:end].split())
     booster = model.booster_
     monkeypatch.setattr(booster, "model_to_string",
                         lambda **kwargs: text[:start] + bad + text[end:])
-    with pytest.raises(UnsupportedModelError, match="unsupported missing_type 3"):
+    with pytest.raises(UnsupportedModelError, match=match):
         sr.to_ensemble(booster)

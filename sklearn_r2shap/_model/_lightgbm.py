@@ -4,9 +4,10 @@ The trees are read from ``Booster.model_to_string()`` (arrays of numbers per
 tree, 2-3x faster to read than the JSON dump), or from ``Booster.dump_model()``
 when a tree has categorical splits or linear leaves or the model has pandas
 category columns. Both print thresholds and leaf values at full double
-precision, and the two readings give the same ensemble (tested). Routing follows LightGBM's ``Tree::NumericalDecision``
-and ``Tree::CategoricalDecision`` (``include/LightGBM/tree.h``), which compare
-the float64 feature value with the float64 threshold:
+precision, and the two readings give the same ensemble (tested). Routing
+follows LightGBM's ``Tree::NumericalDecision`` and ``Tree::CategoricalDecision``
+(``include/LightGBM/tree.h``), which compare the float64 feature value with
+the float64 threshold:
 
 * ``missing_type == "NaN"``: NaN goes to the default child;
 * ``missing_type == "None"``: NaN is replaced by 0.0, so it goes wherever 0.0
@@ -222,6 +223,9 @@ def _numeric_tree(tree, output, scale, model_type):
         return np.where(c < 0, n_internal + ~c, c)
 
     decision = _numbers(tree, "decision_type", np.int64)
+    if np.any(decision & _CATEGORICAL_BIT):  # num_cat=0 promised none
+        raise UnsupportedModelError(
+            f"{model_type}: a categorical split in a tree without categories.")
     missing = (decision >> 2) & 3
     if np.any(missing > _MISSING_NAN):
         raise UnsupportedModelError(
