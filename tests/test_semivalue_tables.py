@@ -40,6 +40,19 @@ def blocks_of_three(monkeypatch):
     return calls
 
 
+def assert_enumeration_any_threads(ens, X, every):
+    """shap_values on 2 threads equal enumeration (every ``every``-th row) and,
+    bit for bit, the values on 1 thread."""
+    got = shap_values(ens, X, n_jobs=2)
+    if ens.n_outputs == 1:
+        got = got[:, None, :]
+    for i in range(0, len(X), every):
+        want = reference.semivalue(ens, X[i], reference.shapley_weight)
+        assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
+    again = shap_values(ens, X, n_jobs=1)
+    np.testing.assert_array_equal(again.reshape(got.shape), got)
+
+
 @pytest.mark.parametrize("name", ENSEMBLES)
 @pytest.mark.parametrize("budget", [1 << 25, 0, 40])
 def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
@@ -49,16 +62,8 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
     monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "tables")
     monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
     calls = blocks_of_three(monkeypatch)
-    got = shap_values(ens, X, n_jobs=2)
-    assert calls[:2] == [3, 3] and sum(calls) == len(X)
-    if ens.n_outputs == 1:
-        got = got[:, None, :]
-    for i in range(0, len(X), 7):
-        want = reference.semivalue(ens, X[i], reference.shapley_weight)
-        assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
-    # bit for bit the same for any number of threads
-    again = shap_values(ens, X, n_jobs=1)
-    np.testing.assert_array_equal(again.reshape(got.shape), got)
+    assert_enumeration_any_threads(ens, X, every=7)
+    assert calls[:2] == [3, 3] and sum(calls) == 2 * len(X)  # both calls, blocks of 3
 
 
 @pytest.mark.parametrize("name", ["single-output", "repeated-features", "vector-leaves"])
@@ -120,14 +125,7 @@ def test_mixed_route_splits_trees_and_matches_enumeration(name, monkeypatch):
     for budget in (1 << 25, 40):
         monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
         blocks_of_three(monkeypatch)
-        got = shap_values(ens, X, n_jobs=2)
-        if ens.n_outputs == 1:
-            got = got[:, None, :]
-        for i in range(0, len(X), 5):
-            want = reference.semivalue(ens, X[i], reference.shapley_weight)
-            assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
-        again = shap_values(ens, X, n_jobs=1)
-        np.testing.assert_array_equal(again.reshape(got.shape), got)
+        assert_enumeration_any_threads(ens, X, every=5)
 
 
 def test_part_nodes_are_the_paths_to_the_quadrature_leaves():
