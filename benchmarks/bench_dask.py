@@ -194,7 +194,7 @@ def bench_r2(client, model, args):
               f"{args.r2_rows / elapsed:,.0f} rows/s; worker peak RSS "
               + ", ".join(f"{peaks[w] / 2**20:.0f} MiB (+{(peaks[w] - before[w]) / 2**20:.0f}"
                           " over the warm worker)" for w in sorted(peaks))
-              + f"; R^2 {result.r2:.4f}, sum of shares {result.importances.sum():.4f}",
+              + f"; R^2 {result.score:.4f}, sum of shares {result.shares.sum():.4f}",
               flush=True)
 
 

@@ -84,11 +84,11 @@ def main():
     est = r2_decomposition(small, Xc, yc, algorithm="sampled", n_jobs=args.threads,
                            random_state=0)
     t_sampled = time.perf_counter() - start
-    z = (est.importances - exact.importances) / est.mc_std_errors
+    z = (est.shares - exact.shares) / est.mc_std_errors
     print(f"\ncheck: RandomForestRegressor({args.check_trees} trees, max_depth="
           f"{args.check_depth}), 500 rows: exact {t_exact:.1f} s, sampled {t_sampled:.1f} s")
-    print("  exact   ", np.array2string(exact.importances, precision=4))
-    print("  sampled ", np.array2string(est.importances, precision=4))
+    print("  exact   ", np.array2string(exact.shares, precision=4))
+    print("  sampled ", np.array2string(est.shares, precision=4))
     print("  (sampled - exact) / mc_std_errors", np.array2string(z, precision=2))
 
 

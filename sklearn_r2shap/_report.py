@@ -1,4 +1,4 @@
-"""Readable results: the shares table (text and HTML) and the deprecated names.
+"""Readable results: the shares table (text and HTML).
 
 :class:`~sklearn_r2shap.R2Decomposition`, :class:`~sklearn_r2shap.CostEstimate`
 and ``python -m sklearn_r2shap`` print their numbers through the functions
@@ -8,11 +8,10 @@ wherever a user reads them (``doc/glossary.rst``).
 Layer: ground floor. Imports nothing of the package.
 """
 import html
-import warnings
 
 import numpy as np
 
-__all__ = ["shares_table", "shares_html", "deprecated_alias", "ScoreValue"]
+__all__ = ["shares_table", "shares_html"]
 
 #: rows of a table before it is truncated (repr); ``str`` shows every feature
 MAX_ROWS = 20
@@ -88,65 +87,3 @@ def shares_html(caption, names, shares, std_errors, score, unattributed, score_n
             "<thead><tr><th>feature</th><th>share</th><th>std.err</th>"
             f"<th>% of {short}</th></tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{notes_html}</div>")
-
-
-def deprecated_alias(old, new, version="0.3"):
-    """A read-only property ``old`` that returns ``new`` with a FutureWarning.
-
-    scikit-learn's deprecation cycle: the old name works for one release
-    (it is removed in ``version``) and says what to use instead.
-    """
-
-    def getter(self):
-        value = getattr(self, new)  # AttributeError (not fitted) before any warning
-        warnings.warn(f"{old!r} was renamed {new!r} in 0.2 and will be removed in {version}; "
-                      f"use {new!r} (see the glossary in the documentation).",
-                      FutureWarning, stacklevel=2)
-        return value
-
-    getter.__doc__ = f"Deprecated alias of ``{new}`` (removed in {version})."
-    return property(getter)
-
-
-class ScoreValue(float):
-    """The model's score (a float) that still compares equal to its old name.
-
-    Up to 0.1, ``score`` / ``score_`` held the *name* of the score ("r2",
-    "d2_log_loss", ...), which is now ``score_name`` / ``score_name_``, and
-    ``score`` holds the value that ``r2`` held. For one release, comparing
-    the value with a string compares the name instead, with a FutureWarning,
-    so that ``result.score == "d2_log_loss"`` does not silently turn False.
-    """
-
-    def __new__(cls, value, name, attribute="score", name_attribute="score_name"):
-        self = super().__new__(cls, value)
-        self._name = name
-        self._attribute = attribute
-        self._name_attribute = name_attribute
-        return self
-
-    def _warn(self):
-        warnings.warn(
-            f"{self._attribute!r} is now the score's value (a float); its name "
-            f"({self._name!r}) is {self._name_attribute!r}. Comparing the value with a "
-            "string compares the name until 0.3.", FutureWarning, stacklevel=3)
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            self._warn()
-            return self._name == other
-        return float(self) == other
-
-    def __ne__(self, other):
-        if isinstance(other, str):
-            self._warn()
-            return self._name != other
-        return float(self) != other
-
-    __hash__ = float.__hash__
-
-    def __repr__(self):
-        return float.__repr__(float(self))
-
-    def __reduce__(self):
-        return (ScoreValue, (float(self), self._name, self._attribute, self._name_attribute))

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
 from ._errors import UnsupportedModelError
-from ._report import MAX_ROWS, ScoreValue, deprecated_alias, score_short, shares_html
+from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
 
@@ -113,9 +113,6 @@ class R2Decomposition:
 
     Notes
     -----
-    Renamed in 0.2 (the old names work until 0.3, with a FutureWarning):
-    ``importances`` -> ``shares``, ``r2`` -> ``score``, ``r2_unattributed``
-    -> ``unattributed``; ``score`` held the score's name, now ``score_name``.
     ``print(result)`` shows every feature and what the columns mean;
     ``repr(result)`` (and a notebook) the largest 20 shares.
     """
@@ -139,11 +136,7 @@ class R2Decomposition:
     power: Optional[float] = None
 
     def __post_init__(self):
-        self.score = ScoreValue(self.score, self.score_name)
-
-    importances = deprecated_alias("importances", "shares")
-    r2 = deprecated_alias("r2", "score")
-    r2_unattributed = deprecated_alias("r2_unattributed", "unattributed")
+        self.score = float(self.score)
 
     @property
     def score_label(self):

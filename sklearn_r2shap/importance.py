@@ -9,7 +9,6 @@ cross-fitting, thresholds and attributes.
 Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
-import warnings
 
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
@@ -19,7 +18,6 @@ from ._errors import UnsupportedModelError
 from ._execution import dask as _dask
 from ._execution.cost import DEFAULT_EXACT_BUDGET
 from ._scores import R2Decomposition, loss_of
-from ._report import ScoreValue, deprecated_alias
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 from ._validation import n_rows_features
 from .decomposition import r2_decomposition
@@ -325,7 +323,6 @@ class ShapleyR2Importance(BaseTreeSelector):
                     [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
             self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
-        self.score_ = ScoreValue(self.score_, self.score_name_, "score_", "score_name_")
         self.unattributed_ = self.score_ - float(np.sum(self.feature_importances_))
         terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
         if tests:
@@ -528,17 +525,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         """
         check_is_fitted(self, "estimator_")
         return self._decompose(self.estimator_, X, y, sample_weight, return_local=True).local
-
-    def local_r2(self, X, y, sample_weight=None):
-        """Deprecated alias of :meth:`local_shares` (removed in 0.3)."""
-        warnings.warn("'local_r2' was renamed 'local_shares' in 0.2 and will be removed in "
-                      "0.3; use 'local_shares'.", FutureWarning, stacklevel=2)
-        return self.local_shares(X, y, sample_weight)
-
-    importances_std_ = deprecated_alias("importances_std_", "std_errors_")
-    r2_ = deprecated_alias("r2_", "score_")
-    r2_unattributed_ = deprecated_alias("r2_unattributed_", "unattributed_")
-    cv_importances_ = deprecated_alias("cv_importances_", "cv_shares_")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,5 +1,5 @@
-"""One name per quantity (issue 24, items 6 and 7): the deprecated aliases and
-the readable repr of the results."""
+"""One name per quantity and the readable repr of the results (issue 24); no
+aliases for names never released (issue 29)."""
 import pickle
 import warnings
 
@@ -25,15 +25,6 @@ def result(regression):
     return r2_decomposition(model, X, y)
 
 
-@pytest.mark.parametrize("old, new", [
-    ("importances", "shares"), ("r2", "score"), ("r2_unattributed", "unattributed"),
-])
-def test_decomposition_aliases_warn_and_return_the_new_value(result, old, new):
-    with pytest.warns(FutureWarning, match=f"'{old}' was renamed '{new}'"):
-        value = getattr(result, old)
-    np.testing.assert_array_equal(value, getattr(result, new))
-
-
 def test_new_names_do_not_warn(result, regression):
     model, X, y = regression
     with warnings.catch_warnings():
@@ -45,53 +36,27 @@ def test_new_names_do_not_warn(result, regression):
         repr(fresh), str(fresh), fresh._repr_html_()
 
 
-def test_score_holds_the_value_and_string_comparison_compares_the_old_name(result, regression):
+def test_score_holds_the_value(result, regression):
     model, X, y = regression
-    assert isinstance(result.score, float)
+    assert type(result.score) is float
     assert abs(result.score - model.score(X, y)) < 1e-12  # R^2 of the model
-    with pytest.warns(FutureWarning, match="score_name"):
-        assert result.score == "r2"
-    with pytest.warns(FutureWarning, match="score_name"):
-        assert result.score != "d2_log_loss"
-    assert result.score == float(result.score)
-    assert pickle.loads(pickle.dumps(result.score)) == float(result.score)
+    assert pickle.loads(pickle.dumps(result)).score == result.score
 
 
-@pytest.fixture(scope="module")
-def selectors():
-    X, y = load_diabetes(return_X_y=True)
-    model = DecisionTreeRegressor(max_depth=3, random_state=0)
-    return (ShapleyR2Importance(model).fit(X, y), ShapleyR2Importance(model, cv=3).fit(X, y),
-            X, y)
+@pytest.mark.parametrize("old", ["importances", "r2", "r2_unattributed"])
+def test_decomposition_has_no_aliases(result, old):
+    assert not hasattr(result, old)
 
 
-@pytest.mark.parametrize("old, new, cross_fitted", [
-    ("importances_std_", "std_errors_", False), ("r2_", "score_", False),
-    ("r2_unattributed_", "unattributed_", False), ("cv_importances_", "cv_shares_", True),
-])
-def test_selector_aliases(selectors, old, new, cross_fitted):
-    selector = selectors[1] if cross_fitted else selectors[0]
-    with pytest.warns(FutureWarning, match=f"'{old}' was renamed '{new}'"):
-        value = getattr(selector, old)
-    np.testing.assert_array_equal(value, getattr(selector, new))
-
-
-def test_selector_score_and_local_shares_alias(selectors):
-    selector, _, X, y = selectors
-    assert selector.score_name_ == "r2"
+@pytest.mark.parametrize("old", ["importances_std_", "r2_", "r2_unattributed_", "cv_importances_",
+                                 "local_r2"])
+def test_selector_has_no_aliases(regression, old):
+    model, X, y = regression
+    selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
+    assert type(selector.score_) is float and selector.score_name_ == "r2"
     np.testing.assert_allclose(selector.feature_importances_.sum() + selector.unattributed_,
                                selector.score_, rtol=0, atol=1e-12)
-    with pytest.warns(FutureWarning, match="score_name_"):
-        assert selector.score_ == "r2"
-    with pytest.warns(FutureWarning, match="'local_r2' was renamed 'local_shares'"):
-        old = selector.local_r2(X[:50], y[:50])
-    np.testing.assert_array_equal(old, selector.local_shares(X[:50], y[:50]))
-
-
-def test_aliases_of_an_unfitted_selector_raise_attribute_error_without_warning():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert not hasattr(ShapleyR2Importance(), "r2_")
+    assert not hasattr(selector, old)
 
 
 def test_repr_is_the_shares_table(result):

@@ -174,7 +174,7 @@ def test_same_selection_as_select_from_model_on_the_same_scores(diabetes):
     np.testing.assert_array_equal(selector.get_support(), reference.get_support())
 
 
-def test_local_r2_and_decompose(diabetes):
+def test_local_shares_and_decompose(diabetes):
     X, y = diabetes
     selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
     local = selector.local_shares(X, y)
