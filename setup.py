@@ -1,22 +1,36 @@
-"""Build the Cython kernels, with OpenMP when the compiler supports it."""
+"""Build the Cython kernels, with OpenMP when the compiler supports it.
+
+Everything else (name, version, dependencies, packages) is in
+``pyproject.toml``. The ``.pyx`` sources are translated to C only when the
+extensions are built, so an sdist carries the sources and no generated C.
+Set ``SKLEARN_R2SHAP_NO_OPENMP=1`` to build single-threaded kernels.
+"""
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
-from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-KERNELS = ["_forest", "_predict", "_semivalues", "_saabas", "_qshap", "_qshap_sampled", "_treeprob", "_piecewise",
-           "_interventional", "_interactions"]
+#: every kernel source is built: a new .pyx file cannot be left out of a wheel
+KERNELS = sorted(path.stem for path in pathlib.Path("sklearn_r2shap", "_kernels").glob("*.pyx"))
+
+CYTHON_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+}
 
 
-def _compiler_has_openmp():
+def _compiler_has_openmp(compiler):
     """Compile a tiny OpenMP program; False when the compiler cannot."""
-    if sys.platform == "win32":
+    if compiler.compiler_type == "msvc":
         return True  # MSVC: /openmp
     cc = os.environ.get("CC", "cc")
     tmp = tempfile.mkdtemp()
@@ -33,8 +47,19 @@ def _compiler_has_openmp():
 
 
 class BuildExt(build_ext):
+    """Cythonize at build time, compile the kernels in parallel, add OpenMP flags."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
-        openmp = os.environ.get("SKLEARN_R2SHAP_NO_OPENMP") is None and _compiler_has_openmp()
+        from Cython.Build import cythonize
+
+        self.extensions[:] = cythonize(self.extensions, compiler_directives=CYTHON_DIRECTIVES,
+                                       nthreads=self.parallel if self.parallel > 1 else 0)
+        openmp = os.environ.get("SKLEARN_R2SHAP_NO_OPENMP") is None and _compiler_has_openmp(self.compiler)
         for ext in self.extensions:
             if self.compiler.compiler_type == "msvc":
                 ext.extra_compile_args += ["/O2"] + (["/openmp"] if openmp else [])
@@ -42,30 +67,19 @@ class BuildExt(build_ext):
                 ext.extra_compile_args += ["-O3"] + (["-fopenmp"] if openmp else [])
                 ext.extra_link_args += ["-fopenmp"] if openmp else []
         if not openmp:
-            print("sklearn-r2shap: building without OpenMP (single-threaded kernels)")
+            print("sklearn-r2shap: building without OpenMP (single-threaded kernels)", file=sys.stderr)
         super().build_extensions()
 
 
-extensions = [
-    Extension(
-        f"sklearn_r2shap._kernels.{name}",
-        [f"sklearn_r2shap/_kernels/{name}.pyx"],
-        include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
-    )
-    for name in KERNELS
-]
-
 setup(
-    ext_modules=cythonize(
-        extensions,
-        compiler_directives={
-            "language_level": 3,
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
-            "initializedcheck": False,
-        },
-    ),
+    ext_modules=[
+        Extension(
+            f"sklearn_r2shap._kernels.{name}",
+            [f"sklearn_r2shap/_kernels/{name}.pyx"],
+            include_dirs=[np.get_include()],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
+        )
+        for name in KERNELS
+    ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
 
 __all__ = ["BaseTreeSelector"]
@@ -22,10 +23,6 @@ __all__ = ["BaseTreeSelector"]
 
 def _unfrozen(estimator):
     """(model, is_frozen): a FrozenEstimator's fitted model is used as is."""
-    try:
-        from sklearn.frozen import FrozenEstimator
-    except ImportError:  # scikit-learn < 1.6
-        return estimator, False
     if isinstance(estimator, FrozenEstimator):
         return estimator.estimator, True
     return estimator, False
