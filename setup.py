@@ -57,14 +57,18 @@ class BuildExt(build_ext):
     def build_extensions(self):
         from Cython.Build import cythonize
 
-        self.extensions[:] = cythonize(self.extensions, compiler_directives=CYTHON_DIRECTIVES,
-                                       nthreads=self.parallel if self.parallel > 1 else 0)
+        # C sources in place of the .pyx ones, on the extensions setuptools finalized
+        translated = cythonize(self.extensions, compiler_directives=CYTHON_DIRECTIVES,
+                               nthreads=self.parallel if self.parallel > 1 else 0)
+        sources = {ext.name: ext.sources for ext in translated}
+        for ext in self.extensions:
+            ext.sources = sources[ext.name]
         openmp = os.environ.get("SKLEARN_R2SHAP_NO_OPENMP") is None and _compiler_has_openmp(self.compiler)
         for ext in self.extensions:
             if self.compiler.compiler_type == "msvc":
                 ext.extra_compile_args += ["/O2"] + (["/openmp"] if openmp else [])
             else:
-                ext.extra_compile_args += ["-O3"] + (["-fopenmp"] if openmp else [])
+                ext.extra_compile_args += ["-O3", "-g0"] + (["-fopenmp"] if openmp else [])
                 ext.extra_link_args += ["-fopenmp"] if openmp else []
         if not openmp:
             print("sklearn-r2shap: building without OpenMP (single-threaded kernels)", file=sys.stderr)

@@ -24,13 +24,13 @@ DEPENDENT_PACKAGES = {
     "scipy": ("1.10.0", "install"),
     "scikit-learn": ("1.6.0", "install"),
     "pandas": ("2.0.0", "test, doc"),
-    "xgboost-cpu": ("2.1.0", "test, doc, benchmark"),
+    "xgboost-cpu": ("2.1.1", "test, doc, benchmark"),
     "lightgbm": ("4.0.0", "test, doc, benchmark, lightgbm"),
     "catboost": ("1.2", "test"),
     "dask[array,dataframe]": ("2024.12.0", "test, doc, benchmark, dask"),
     "distributed": ("2024.12.0", "test, doc, benchmark, dask"),
     "matplotlib": ("3.7.0", "test, doc, plot"),
-    "tqdm": ("4.60.0", "progress"),
+    "tqdm": ("4.60.0", "test, progress"),
 }
 
 
