@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
+import sklearn_r2shap
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(script, *args):
     pytest.importorskip("matplotlib")  # every example draws a figure
-    # the package of this checkout, not another installed copy
-    path = os.pathsep.join(filter(None, [str(EXAMPLES.parent), os.environ.get("PYTHONPATH")]))
+    # the package these tests import (the checkout's, or the installed wheel's)
+    package_home = str(Path(sklearn_r2shap.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [package_home, os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True,
                           text=True, env=env, timeout=600)

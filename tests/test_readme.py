@@ -1,12 +1,13 @@
 """Every ```python block of README.md runs on its own and prints what the README says.
 
 Each block runs in a fresh interpreter (its own imports and data), in an empty
-temporary directory, with this checkout on PYTHONPATH. The README shows a
+temporary directory, with the package the tests import on PYTHONPATH. The README shows a
 block's output in a ``# prints: <line>`` comment on a line of the block, or in
 a ```text block right after it ("..." there stands for lines left out): every
 line shown must be a line of the block's output, in order, so the numbers the
 README quotes are those of the run.
 """
+import importlib.util
 import os
 import re
 import subprocess
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# the package these tests import (the checkout's, or the installed wheel's)
+PACKAGE_HOME = str(Path(importlib.util.find_spec("sklearn_r2shap").origin).parents[1])
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 
@@ -63,7 +66,7 @@ def test_readme_block_runs_on_its_own(heading, code, shown, tmp_path):
     for module, package in NEEDS.items():
         if re.search(rf"^(import|from) {re.escape(module)}\b", code, re.M):
             pytest.importorskip(package)
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    path = os.pathsep.join(filter(None, [PACKAGE_HOME, os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)

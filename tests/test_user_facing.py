@@ -1,6 +1,7 @@
 """What a new user meets first: the README's commands and first code block run
 with the bare install (no pandas, no matplotlib), CI runs the README's commands
 verbatim, and the printed and plotted results say what they show."""
+import importlib.util
 import os
 import re
 import subprocess
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# the package these tests import (the checkout's, or the installed wheel's)
+PACKAGE_HOME = str(Path(importlib.util.find_spec("sklearn_r2shap").origin).parents[1])
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # Makes ``import pandas`` / ``import matplotlib`` fail in the child process, as
@@ -33,7 +36,7 @@ def run_bare(code, *args):
     """Run ``code`` in a fresh interpreter without pandas and matplotlib."""
     done = subprocess.run([sys.executable, "-c", BLOCK_OPTIONAL + code, *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          env=dict(os.environ, PYTHONPATH=PACKAGE_HOME))
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
