@@ -21,6 +21,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sklearn_r2shap
@@ -153,3 +154,28 @@ def test_kernels_linked_with_openmp_as_asked():
     assert len(kernels) == len(list((PACKAGE / "_kernels").glob("*.pyx")) or kernels)
     linked = {path.name.split(".")[0]: b"libgomp" in path.read_bytes() for path in kernels}
     assert any(linked.values()) == (expected == "1"), linked
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
+def test_models_of_a_library_older_than_its_floor_are_refused(library, monkeypatch):
+    module = pytest.importorskip(library)
+    from sklearn_r2shap import UnsupportedModelError, to_ensemble
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), rng.normal(size=60)
+    if library == "xgboost":
+        model = module.XGBRegressor(n_estimators=2, max_depth=2).fit(X, y)
+    elif library == "lightgbm":
+        model = module.LGBMRegressor(n_estimators=2, verbose=-1).fit(X, y)
+    else:
+        model = module.CatBoostRegressor(iterations=2, depth=2, verbose=0,
+                                         allow_writing_files=False).fit(X, y)
+    assert to_ensemble(model).n_features == 3  # the installed version is supported
+    floor = _min_dependencies.oldest_version(library)
+    older = f"{_min_dependencies._release(floor)[0] - 1}.99.0"
+    monkeypatch.setattr(module, "__version__", older)
+    with pytest.raises(UnsupportedModelError, match=rf"{library} {re.escape(older)} is older than "
+                                                    rf"{re.escape(floor)}.*pip install --upgrade"):
+        to_ensemble(model)
+    monkeypatch.setattr(module, "__version__", floor)
+    assert to_ensemble(model).n_features == 3

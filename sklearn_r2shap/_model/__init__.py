@@ -7,7 +7,10 @@ given.
 Layer: models. Imports only the ground floor (``_errors``, ``_validation``,
 ``_numerics``) and ``_kernels``.
 """
+import sys
+
 from .._errors import UnsupportedModelError
+from .._min_dependencies import check_library_version
 from ._ensemble import TreeArrays, TreeEnsemble
 
 __all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError"]
@@ -84,6 +87,8 @@ def to_ensemble(model, *, missing=None):
             "scikit-learn tree, forest or gradient boosting model, or an XGBoost, "
             "LightGBM or CatBoost model."
         )
+    if module != "sklearn":  # scikit-learn's floor is the package's own
+        check_library_version(module, sys.modules[module].__version__, UnsupportedModelError)
     if missing is not None:
         if module != "xgboost":
             raise ValueError(
