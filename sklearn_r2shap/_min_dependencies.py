@@ -26,7 +26,8 @@ PYTHON_MIN_VERSION = "3.11"
 DEPENDENT_PACKAGES = {
     "numpy": ("1.25.0", "install", "numpy"),
     "scipy": ("1.10.0", "install", "scipy"),
-    "scikit-learn": ("1.6.0", "install", "sklearn"),
+    # 1.8: d2_brier_score, the D^2 of probability-averaging classifiers
+    "scikit-learn": ("1.8.0", "install", "sklearn"),
     "pandas": ("2.0.0", "test, doc", "pandas"),
     "polars": ("0.20.0", "test", "polars"),
     "pyarrow": ("14.0.1", "test", "pyarrow"),
@@ -37,8 +38,9 @@ DEPENDENT_PACKAGES = {
     # of single-leaf trees in the model string
     "lightgbm": ("4.6.0", "test, doc, benchmark, lightgbm", "lightgbm"),
     "catboost": ("1.2", "test", "catboost"),
-    "dask[array,dataframe]": ("2024.12.0", "test, doc, benchmark, dask", "dask"),
-    "distributed": ("2024.12.0", "test, doc, benchmark, dask", "distributed"),
+    # 2025.3 and older: the model is copied into every task of the graph
+    "dask[array,dataframe]": ("2025.4.0", "test, doc, benchmark, dask", "dask"),
+    "distributed": ("2025.4.0", "test, doc, benchmark, dask", "distributed"),
     "matplotlib": ("3.7.0", "test, doc, plot", "matplotlib"),
     "tqdm": ("4.60.0", "test, progress", "tqdm"),
 }

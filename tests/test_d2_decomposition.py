@@ -225,7 +225,7 @@ def _lgb_early_stopping():
     y = np.unique(t["three"], return_inverse=True)[1]  # eval_y is not label-encoded
     model = lgb.LGBMClassifier(n_estimators=40, num_leaves=4, learning_rate=0.5,
                                min_child_samples=5, n_jobs=1, verbose=-1, random_state=0)
-    model.fit(X[:40], y[:40], eval_X=X[40:], eval_y=y[40:],
+    model.fit(X[:40], y[:40], eval_set=[(X[40:], y[40:])],
               callbacks=[lgb.early_stopping(2, verbose=False)])
     assert 0 < model.booster_.best_iteration < 40
     return model, X[:40], y[:40], None
