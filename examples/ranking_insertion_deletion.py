@@ -49,7 +49,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sklearn_r2shap.metrics import insertion_deletion
-from sklearn_r2shap.ranking import TreeGradRanker
+from sklearn_r2shap import TreeGradRanker
 
 DATASETS = {
     "diabetes": (load_diabetes, False),

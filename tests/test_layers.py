@@ -36,13 +36,16 @@ LAYERS = {
     "_model": 2,
     "_scores": 3, "_games": 3,
     "_execution": 4,
-    # public functions, and the estimators (which call them)
+    # the public functions and their helpers at the boundary
     "attributions": 5, "decomposition": 5, "piecewise": 5, "ranking": 5, "shapflex": 5,
-    "metrics": 5, "_selector": 5, "importance": 5, "interventional": 5,
-    "_stats": 5, "_held_out": 5, "rfecv": 5, "_groups": 5, "_pipeline": 5, "explanation": 5, "interactions": 5,
-    "": 6, "__main__": 6,  # the package root: the public names
+    "metrics": 5, "interventional": 5, "interactions": 5, "explanation": 5,
+    "_groups": 5, "_pipeline": 5,
+    # the estimators (which call the public functions) and their helpers
+    "_estimators": 6,
+    "": 7, "__main__": 7,  # the package root: the public names
 }
 PUBLIC = 5
+ESTIMATORS = 6
 
 
 def _modules():

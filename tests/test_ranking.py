@@ -17,6 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import reference
 from sklearn_r2shap import (
+    TreeGradRanker,
     UnsupportedModelError,
     banzhaf_values,
     beta_shapley_values,
@@ -25,7 +26,7 @@ from sklearn_r2shap import (
 )
 from sklearn_r2shap._model._ensemble import DECISION_LEQ, TreeArrays, TreeEnsemble
 from sklearn_r2shap.metrics import InsertionDeletion, insertion_deletion
-from sklearn_r2shap.ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
+from sklearn_r2shap.ranking import multilinear_gradient, treegrad_scores
 
 # --------------------------------------------------------------------------
 # Brute force: the game on all 2^p coalitions, its multilinear extension, and

@@ -225,7 +225,7 @@ def _factorial_design(n_features, repeats=3):
 
 
 def test_tie_rule_on_scores_a_few_ulps_apart():
-    from sklearn_r2shap._selector import selected_by_threshold
+    from sklearn_r2shap._estimators._selector import selected_by_threshold
 
     rng = np.random.default_rng(0)
     for scale in (1e-12, 1.0, 1e9):

@@ -13,16 +13,17 @@ never imported by them.
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from . import _groups, _held_out, _pipeline, _stats
-from ._errors import UnsupportedModelError
-from ._execution import dask as _dask
-from ._execution.cost import DEFAULT_EXACT_BUDGET
-from ._scores import R2Decomposition, loss_of
+from .. import _groups, _pipeline
+from .._errors import UnsupportedModelError
+from .._execution import dask as _dask
+from .._execution.cost import DEFAULT_EXACT_BUDGET
+from .._scores import loss_of
+from .._validation import n_rows_features
+from ..decomposition import r2_decomposition
+from . import _held_out, _stats
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
-from ._validation import n_rows_features
-from .decomposition import r2_decomposition
 
-__all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
+__all__ = ["ShapleyR2Importance"]
 
 
 class ShapleyR2Importance(BaseTreeSelector):
@@ -473,7 +474,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "cannot decompose) does not accept dask collections; use a tree "
                              "model with Q-SHAP, or X.compute() of a sample.")
         else:
-            from .shapflex import shapflex_decomposition
+            from ..shapflex import shapflex_decomposition
 
             result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
                                             sample_weight=sample_weight, n_jobs=self.n_jobs)

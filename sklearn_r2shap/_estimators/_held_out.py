@@ -22,7 +22,7 @@ def check_tests(selector, X):
     """Whether ``selector.threshold`` asks for the tests; validates ``alpha`` and what they need."""
     import numbers
 
-    from ._execution import dask as _dask
+    from .._execution import dask as _dask
     from ._stats import TEST_THRESHOLDS
 
     if selector.threshold not in TEST_THRESHOLDS:

@@ -17,8 +17,8 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _groups
-from ._execution.cost import DEFAULT_EXACT_BUDGET
+from .. import _groups
+from .._execution.cost import DEFAULT_EXACT_BUDGET
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
 

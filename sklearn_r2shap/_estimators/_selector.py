@@ -157,8 +157,8 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self._data_covers = None
         if sample_weight is None:
             return
-        from ._model import is_tree_model, to_ensemble
-        from ._pipeline import ends_in_tree_model, unwrap
+        from .._model import is_tree_model, to_ensemble
+        from .._pipeline import ends_in_tree_model, unwrap
 
         if ends_in_tree_model(model):  # the covers of the last step on its own rows
             model, X, _ = unwrap(model, X)
@@ -172,7 +172,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _tree_ensemble(self, model):
         """The TreeEnsemble to explain ``model`` with (see ``_record_data_covers``)."""
-        from ._model import to_ensemble
+        from .._model import to_ensemble
 
         recorded = getattr(self, "_data_covers", None)
         if recorded is not None and recorded[0] is model:
@@ -203,7 +203,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         last step, X through the steps before it and their output names
         (``_pipeline.unwrap``); otherwise the arguments and None. Records the
         features the importances refer to (``explained_feature_names_``)."""
-        from ._pipeline import has_transformers, unwrap
+        from .._pipeline import has_transformers, unwrap
 
         model_out, X_out, names = unwrap(model, X)
         self._transformed_features = has_transformers(model)
@@ -212,7 +212,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _explained_rows(self, X):
         """Rows as the explained model sees them (through a Pipeline's steps)."""
-        from ._pipeline import has_transformers, transform
+        from .._pipeline import has_transformers, transform
 
         return transform(self.estimator_, X) if has_transformers(self.estimator_) else X
 
