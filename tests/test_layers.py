@@ -14,6 +14,7 @@
   silent below it and with verbose=0.
 """
 import ast
+import fnmatch
 import io
 import pathlib
 import re
@@ -190,6 +191,72 @@ def test_graph_sees_imports_inside_functions(tmp_path):
     assert "\n            from .piecewise import" in text
     assert "sklearn_r2shap.piecewise" in edges["sklearn_r2shap.shapflex"]
     assert "sklearn_r2shap._numerics" in edges["sklearn_r2shap._kernels._qshap"]
+
+
+def test_functions_never_import_an_estimator():
+    """The estimators are a layer above the public functions: no function module
+    (nor anything below) imports one."""
+    edges = import_graph()
+    estimators = [m for m in edges if layer_of(m) == ESTIMATORS]
+    functions = [m for m in edges if layer_of(m) == PUBLIC]
+    assert "sklearn_r2shap._estimators.importance" in estimators
+    assert "sklearn_r2shap.attributions" in functions
+    bad = [(m, t) for m in edges if layer_of(m) < ESTIMATORS for t in edges[m]
+           if layer_of(t) >= ESTIMATORS]
+    assert bad == []
+
+
+#: The rows of the table in doc/contributing.rst, by layer.
+LAYER_ROWS = {0: "Ground floor", 1: "Kernels", 2: "Models", 3: "Games", 4: "Execution",
+              5: "Public functions", 6: "Estimators", 7: "Package root"}
+CONTRIBUTING = PACKAGE.parent / "doc" / "contributing.rst"
+
+
+def contributing_table(text):
+    """{row title: the ``literals`` of its "Modules" cell} of the layer table."""
+    table = text[text.index(".. list-table::"):]
+    table = table[: re.search(r"\n\n(?=\S)", table).start()]  # up to the next paragraph
+    rows = {}
+    for row in re.split(r"^   \* - ", table, flags=re.M)[2:]:  # after the header row
+        cells = re.split(r"^     - ", row, flags=re.M)
+        rows[cells[0].strip()] = set(re.findall(r"``([^`]+)``", cells[1]))
+    return rows
+
+
+def _documented(path, literals):
+    """Whether a module's path (relative to the package) is named by a literal:
+    itself, its folder (``_model/``), a glob (``_kernels/*.pyx``), or for a
+    subpackage's ``__init__.py`` any module of the subpackage."""
+    folder = path.rpartition("/")[0]
+    return any(path == lit or (lit.endswith("/") and path.startswith(lit))
+               or fnmatch.fnmatch(path, lit)
+               or (path.endswith("/__init__.py") and lit.startswith(folder + "/"))
+               for lit in literals)
+
+
+def test_contributing_table_lists_every_module_in_its_layer():
+    rows = contributing_table(CONTRIBUTING.read_text())
+    assert set(rows) == set(LAYER_ROWS.values())
+    missing, misplaced = [], []
+    for module, f in _modules().items():
+        path = f.relative_to(PACKAGE).as_posix()
+        places = [title for title, literals in rows.items() if _documented(path, literals)]
+        if not places:
+            missing.append(path)
+        elif LAYER_ROWS[layer_of(module)] not in places:
+            misplaced.append(f"{path} (in {places}, layer {LAYER_ROWS[layer_of(module)]!r})")
+    assert missing == [], "doc/contributing.rst's layer table misses " + ", ".join(missing)
+    assert misplaced == [], "in another row of doc/contributing.rst: " + ", ".join(misplaced)
+
+
+def test_contributing_table_check_finds_a_missing_module():
+    """The check above fails when a module is left out of the table."""
+    text = CONTRIBUTING.read_text().replace("``_estimators/_held_out.py``", "the shares")
+    rows = contributing_table(text)
+    assert not _documented("_estimators/_held_out.py", rows["Estimators"])
+    assert _documented("_estimators/_stats.py", rows["Estimators"])
+    assert _documented("_kernels/_qshap.pyx", rows["Kernels"])
+    assert _documented("_model/_xgboost.py", rows["Models"])
 
 
 def test_every_module_states_its_layer():
