@@ -12,7 +12,11 @@ import sys
 import time
 
 import numpy as np
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.model_selection import KFold
 
+from ._estimators import ShapleyR2Importance
 from ._report import shares_table
 
 
@@ -21,12 +25,6 @@ def _table(names, shares, errors, score):
 
 
 def main(argv=None):
-    from sklearn.datasets import load_diabetes
-    from sklearn.ensemble import GradientBoostingRegressor
-    from sklearn.model_selection import KFold
-
-    from . import ShapleyR2Importance
-
     parser = argparse.ArgumentParser(prog="python -m sklearn_r2shap", description=__doc__)
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--max-depth", type=int, default=3)

@@ -23,9 +23,10 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
-from ._errors import UnsupportedModelError
+from ._errors import UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
+from .plotting import plot_bars
 from ._validation import check_row_weights
 
 __all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
@@ -151,8 +152,7 @@ class R2Decomposition:
         ``fraction`` is each share over the model's score. Rows are
         features, sorted by decreasing share unless ``sort=False``.
         """
-        import pandas as pd
-
+        pd = import_optional("pandas", "R2Decomposition.to_frame()")
         frame = pd.DataFrame(
             {
                 "share": self.shares,
@@ -174,8 +174,6 @@ class R2Decomposition:
         -------
         matplotlib Axes
         """
-        from .plotting import plot_bars
-
         shapflex = self.method == "shapflex"
         model = f"{self.model_name}\n" if self.model_name else ""
         label = self.score_label.replace("^2", "$^2$")

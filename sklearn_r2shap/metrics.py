@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import import_optional
 from ._kernels import _semivalues
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
 from .attributions import _explained
@@ -90,8 +91,7 @@ class InsertionDeletion:
         -------
         ndarray of two Axes
         """
-        import matplotlib.pyplot as plt
-
+        plt = import_optional("matplotlib.pyplot", "Plotting")
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
         axes = np.asarray(axes).ravel()

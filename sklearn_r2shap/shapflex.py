@@ -24,10 +24,16 @@ and, inside functions, the public SHAP functions (``attributions``,
 import warnings
 
 import numpy as np
+import scipy.sparse
+from sklearn.base import is_classifier, is_regressor
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_array
 
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._scores import R2Decomposition, check_target
 from ._validation import column_names, n_rows_features
+from .attributions import shap_values as tree_shap_values
+from .piecewise import piecewise_shap_values
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
 
@@ -118,16 +124,12 @@ def _parse_user_shap(result, n_rows, n_features):
 
 
 def _final_step(model):
-    from sklearn.pipeline import Pipeline
-
     if isinstance(model, Pipeline):
         return model.steps[-1][1], model[:-1]
     return model, None
 
 
 def _is_linear_regressor(model):
-    from sklearn.base import is_regressor
-
     final, _ = _final_step(model)
     return (is_regressor(final) and hasattr(final, "coef_") and hasattr(final, "intercept_")
             and type(final).__module__.startswith("sklearn.linear_model"))
@@ -178,8 +180,6 @@ def _feature_owners(preprocess, X, Z):
 
 
 def _dense(Z):
-    import scipy.sparse
-
     if scipy.sparse.issparse(Z):
         Z = Z.toarray()
     return np.asarray(Z, dtype=np.float64)
@@ -187,8 +187,6 @@ def _dense(Z):
 
 def _linear_shap(model, X, n_features):
     """Exact SHAP values of a linear regressor, grouped by input feature."""
-    from sklearn.utils import check_array
-
     final, preprocess = _final_step(model)
     coef = np.asarray(final.coef_, dtype=np.float64)
     if coef.ndim == 2 and coef.shape[0] == 1:
@@ -259,8 +257,6 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     >>> source, bool(np.allclose(phi.sum(axis=1) + phi_0, model.predict(X)))
     ('linear', True)
     """
-    from sklearn.base import is_classifier
-
     n_rows, n_features = n_rows_features(X)
     if is_classifier(model):
         raise UnsupportedModelError(
@@ -288,13 +284,9 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
                 "the R^2 of a single-output regressor."
             )
         if ensemble.has_linear_leaves:
-            from .piecewise import piecewise_shap_values
-
             values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
             source = "piecewise-linear tree"
         else:
-            from .attributions import shap_values as tree_shap_values
-
             values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
             source = "tree"
         return values[:, :-1], values[:, -1], source

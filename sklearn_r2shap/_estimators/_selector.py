@@ -15,17 +15,20 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
+
+from .._model import is_tree_model, to_ensemble
+from .._pipeline import ends_in_tree_model, has_transformers, transform, unwrap
 
 __all__ = ["BaseTreeSelector"]
 
 
 def _unfrozen(estimator):
     """(model, is_frozen): a FrozenEstimator's fitted model is used as is."""
-    try:
-        from sklearn.frozen import FrozenEstimator
-    except ImportError:  # scikit-learn < 1.6
-        return estimator, False
     if isinstance(estimator, FrozenEstimator):
         return estimator.estimator, True
     return estimator, False
@@ -63,7 +66,6 @@ def is_classification_target(y):
     """
     if y is None:
         return False
-    from sklearn.utils.multiclass import type_of_target
 
     kind = type_of_target(y, input_name="y")
     dtype = getattr(y, "dtype", None)
@@ -134,8 +136,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return model
         estimator = clone(estimator)
         if sample_weight is not None:
-            from sklearn.pipeline import Pipeline
-
             # a Pipeline takes the weights of its final step as <step>__sample_weight
             key = (f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline)
                    else "sample_weight")
@@ -157,8 +157,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self._data_covers = None
         if sample_weight is None:
             return
-        from .._model import is_tree_model, to_ensemble
-        from .._pipeline import ends_in_tree_model, unwrap
 
         if ends_in_tree_model(model):  # the covers of the last step on its own rows
             model, X, _ = unwrap(model, X)
@@ -172,8 +170,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _tree_ensemble(self, model):
         """The TreeEnsemble to explain ``model`` with (see ``_record_data_covers``)."""
-        from .._model import to_ensemble
-
         recorded = getattr(self, "_data_covers", None)
         if recorded is not None and recorded[0] is model:
             return recorded[1]
@@ -203,8 +199,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         last step, X through the steps before it and their output names
         (``_pipeline.unwrap``); otherwise the arguments and None. Records the
         features the importances refer to (``explained_feature_names_``)."""
-        from .._pipeline import has_transformers, unwrap
-
         model_out, X_out, names = unwrap(model, X)
         self._transformed_features = has_transformers(model)
         self._explained_names = names
@@ -212,8 +206,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _explained_rows(self, X):
         """Rows as the explained model sees them (through a Pipeline's steps)."""
-        from .._pipeline import has_transformers, transform
-
         return transform(self.estimator_, X) if has_transformers(self.estimator_) else X
 
     def _record_explained_features(self):
@@ -301,8 +293,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _estimator_accepts_sparse(self):
         """Whether the (default) estimator fits on scipy.sparse X, by its tags."""
-        from sklearn.utils import get_tags
-
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         try:
             return bool(get_tags(_unfrozen(estimator)[0]).input_tags.sparse)
@@ -310,8 +300,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return False
 
     def __sklearn_tags__(self):
-        from sklearn.utils import get_tags
-
         tags = super().__sklearn_tags__()
         # the tree kernels route NaN; other models accept it if they say so
         tags.input_tags.allow_nan = True

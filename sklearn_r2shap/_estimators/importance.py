@@ -11,6 +11,10 @@ never imported by them.
 """
 
 import numpy as np
+from sklearn.base import is_classifier
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_array
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups, _pipeline
@@ -20,6 +24,7 @@ from .._execution.cost import DEFAULT_EXACT_BUDGET
 from .._scores import loss_of
 from .._validation import n_rows_features
 from ..decomposition import r2_decomposition
+from ..shapflex import shapflex_decomposition
 from . import _held_out, _stats
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 
@@ -241,8 +246,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.groups = groups
 
     def _default_estimator(self, y=None):
-        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-
         if is_classification_target(y):
             return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
@@ -275,8 +278,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         return self._converting_once(lambda: self._fit(X, y, sample_weight, **fit_params))
 
     def _fit(self, X, y, sample_weight, **fit_params):
-        from sklearn.utils import check_array
-
         self._check_params()
         if self.method not in ("auto", "qshap", "shapflex"):
             raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
@@ -367,13 +368,9 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "which a prefit model on dask data does not do.")
 
     def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv):
-        from sklearn.model_selection import check_cv
-        from sklearn.utils import _safe_indexing
-
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
-        from sklearn.base import is_classifier
 
         estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         # stratified folds for classifiers, as cross_val_score uses
@@ -421,7 +418,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         """(method, TreeEnsemble or None) for a fitted model."""
         if self.method == "shapflex":
             return "shapflex", None
-        from sklearn.base import is_classifier
 
         try:
             ensemble = self._tree_ensemble(model)
@@ -474,8 +470,6 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "cannot decompose) does not accept dask collections; use a tree "
                              "model with Q-SHAP, or X.compute() of a sample.")
         else:
-            from ..shapflex import shapflex_decomposition
-
             result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
                                             sample_weight=sample_weight, n_jobs=self.n_jobs)
         if names is not None:

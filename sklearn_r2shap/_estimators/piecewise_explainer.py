@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
+from .._errors import import_optional
 from .._model import TreeEnsemble, to_ensemble
 from .._validation import resolve_n_jobs
 from ..piecewise import _build_game, _values
@@ -111,15 +112,9 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         self.verbose = verbose
 
     def _default_estimator(self, y=None):
-        try:
-            import lightgbm
-        except ImportError as exc:
-            raise ImportError(
-                "PiecewiseLinearExplainer's default estimator is "
-                "lightgbm.LGBMRegressor(linear_tree=True), and LightGBM is not installed: "
-                "install the optional dependency with `pip install lightgbm` "
-                "(or `pip install sklearn-r2shap[lightgbm]`), or pass an estimator."
-            ) from exc
+        lightgbm = import_optional(
+            "lightgbm", "PiecewiseLinearExplainer's default estimator "
+            "(lightgbm.LGBMRegressor(linear_tree=True); or pass an estimator)")
         return lightgbm.LGBMRegressor(linear_tree=True, verbose=-1)
 
     def _log(self, message, since):

@@ -11,14 +11,27 @@ Layer: estimators. Imports the public functions, ``_selector``, ``_stats`` and t
 layers below; never imported by a public function.
 """
 import numbers
+from copy import deepcopy
 
 import numpy as np
-from sklearn.utils import _safe_indexing
+from sklearn.base import is_classifier
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.metrics import (
+    check_scoring,
+    d2_brier_score,
+    d2_log_loss_score,
+    d2_tweedie_score,
+    r2_score,
+)
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_array, get_tags
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _groups
+from .._errors import import_optional
 from .._execution.cost import DEFAULT_EXACT_BUDGET
+from .importance import ShapleyR2Importance
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
 
@@ -243,8 +256,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.groups = groups
 
     def _default_estimator(self):
-        from sklearn.ensemble import HistGradientBoostingRegressor
-
         return HistGradientBoostingRegressor(random_state=0)
 
     def _check_params(self):
@@ -270,8 +281,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
 
     def _importance(self, groups=None):
         """The decomposition of one step: ShapleyR2Importance fits and ranks."""
-        from .importance import ShapleyR2Importance
-
         return ShapleyR2Importance(
             self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
             n_jobs=self.n_jobs, algorithm=self.algorithm, exact_budget=self.exact_budget,
@@ -324,27 +333,23 @@ class ShapleyR2RFECV(BaseTreeSelector):
         X = _safe_indexing(X, self._columns(features), axis=1)
         model = step.estimator_
         if self.scoring is not None:
-            from sklearn.metrics import check_scoring
-
             return float(check_scoring(model, self.scoring)(model, X, y))
         # the R^2 / D^2 the held-out decomposition would give (its shares plus the
         # unattributed part), from the predictions alone; scikit-learn's convention
         # (0, or 1 for a perfect fit) when the held-out y is constant
-        from sklearn import metrics
-
         if step.score_name_ == "r2":
-            return float(metrics.r2_score(y, model.predict(X), sample_weight=weight))
+            return float(r2_score(y, model.predict(X), sample_weight=weight))
         if step.score_name_ == "d2_tweedie":
-            return float(metrics.d2_tweedie_score(y, model.predict(X), sample_weight=weight,
+            return float(d2_tweedie_score(y, model.predict(X), sample_weight=weight,
                                                   power=step.decomposition_.power))
         proba = model.predict_proba(X)
         if step.score_name_ == "d2_brier":
             if proba.shape[1] == 2:
-                return float(metrics.d2_brier_score(y, proba[:, 1], sample_weight=weight,
+                return float(d2_brier_score(y, proba[:, 1], sample_weight=weight,
                                                     pos_label=model.classes_[1]))
-            return float(metrics.d2_brier_score(y, proba, sample_weight=weight,
+            return float(d2_brier_score(y, proba, sample_weight=weight,
                                                 labels=model.classes_))
-        return float(metrics.d2_log_loss_score(y, proba, sample_weight=weight,
+        return float(d2_log_loss_score(y, proba, sample_weight=weight,
                                                labels=model.classes_))
 
     def _n_removed(self, n_remaining):
@@ -393,10 +398,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
         -------
         self : ShapleyR2RFECV
         """
-        from sklearn.base import is_classifier
-        from sklearn.model_selection import check_cv
-        from sklearn.utils import check_array
-
         self._check_params()
         if y is None:
             raise ValueError(
@@ -512,8 +513,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         matplotlib Axes
         """
         check_is_fitted(self, "cv_results_")
-        import matplotlib.pyplot as plt
-
+        plt = import_optional("matplotlib.pyplot", "Plotting")
         if ax is None:
             ax = plt.figure().gca()
         results = self.cv_results_
@@ -543,10 +543,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return ax
 
     def __sklearn_tags__(self):
-        from copy import deepcopy
-
-        from sklearn.utils import get_tags
-
         tags = super().__sklearn_tags__()
         # a selector first (its estimator_type stays a transformer's), whose
         # predict_proba answers as its classifier's does
