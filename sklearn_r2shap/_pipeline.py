@@ -21,15 +21,12 @@ from ._execution import dask as _dask
 from ._model import TreeEnsemble, UnsupportedModelError, is_tree_model
 from ._validation import column_names
 
-__all__ = ["is_pipeline", "final_step", "unwrap", "transform", "transformed_names",
-           "has_transformers", "ends_in_tree_model"]
+__all__ = ["is_pipeline", "final_step", "last_step", "unwrap", "unwrap_with_background",
+           "transform", "transformed_names", "has_transformers", "ends_in_tree_model"]
 
 
 def is_pipeline(model):
-    """Whether ``model`` is a scikit-learn Pipeline (imported only if it may be one)."""
-    if type(model).__module__.split(".")[0] != "sklearn":
-        return False
-
+    """Whether ``model`` is a scikit-learn Pipeline."""
     return isinstance(model, Pipeline)
 
 
@@ -89,6 +86,15 @@ def final_step(model):
     return last
 
 
+def last_step(model):
+    """The last step of a Pipeline (nested Pipelines flattened), else ``model``.
+
+    Unlike :func:`final_step` the step may be any model (shapFlex explains
+    linear regressors too) and is not checked.
+    """
+    return _steps(model)[1][1] if is_pipeline(model) else model
+
+
 def ends_in_tree_model(model):
     """Whether ``model`` is a Pipeline whose last step is a tree model we read."""
     if not is_pipeline(model):
@@ -146,3 +152,12 @@ def unwrap(model, X):
         return model, X, None
     last = final_step(model)
     return last, transform(model, X), transformed_names(model, X)
+
+
+def unwrap_with_background(model, X, background):
+    """``(last step, transformed X, transformed background)``: :func:`unwrap` for
+    a game of background rows (None stays None)."""
+    if background is not None and is_pipeline(model):
+        background = transform(model, background)
+    model, X, _ = unwrap(model, X)
+    return model, X, background
