@@ -8,9 +8,11 @@ width bookkeeping, the threshold and ``max_features`` rules of
 ``get_support``, ``get_feature_names_out``, ``inverse_transform`` and
 ``set_output`` from :class:`~sklearn.feature_selection.SelectorMixin`.
 
-Layer: estimators (the base of the selectors); imports ``_model`` and below.
+Layer: estimators (the base of the selectors); imports ``_pipeline``, ``_model``,
+``_execution`` and below.
 """
 import numbers
+import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -21,6 +23,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
 
+from .._execution.local import check_verbose
 from .._model import is_tree_model, to_ensemble
 from .._pipeline import ends_in_tree_model, has_transformers, transform, unwrap
 
@@ -122,9 +125,16 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _check_params(self):
         if not isinstance(self.prefit, (bool, np.bool_)):
             raise ValueError(f"prefit must be True or False, got {self.prefit!r}.")
-        if (self.verbose is not None and not isinstance(self.verbose, numbers.Integral)
-                and not (isinstance(self.verbose, str) and self.verbose == "auto")):
-            raise ValueError(f"verbose must be 'auto' or an integer, got {self.verbose!r}.")
+        check_verbose(self.verbose)
+
+    def _step_line(self, message, since=None):
+        """With ``verbose >= 2``, one line per step (an RFECV step, a CV fold, a
+        stage of ``fit``), with the seconds since ``since`` (a ``perf_counter``)."""
+        verbose = check_verbose(self.verbose)
+        if isinstance(verbose, str) or verbose < 2:
+            return
+        took = "" if since is None else f" ({time.perf_counter() - since:.2f} s)"
+        print(f"[{type(self).__name__}] {message}{took}", flush=True)
 
     def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
         """Set ``estimator_``: the given fitted model, or a fitted clone."""

@@ -10,6 +10,8 @@ Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
 
+import time
+
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
@@ -105,9 +107,10 @@ class ShapleyR2Importance(BaseTreeSelector):
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : "auto" or int, default="auto"
-        Progress with the estimated time left: "auto" shows it when the
-        decomposition is estimated to take more than about 10 seconds, 0
-        never, 1 always (see :func:`r2_decomposition`).
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (each fold of ``cv``; the progress is that of
+        :func:`r2_decomposition`).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         Q-SHAP only: exact values, or the unbiased sampled estimate for
         models too large for exact values; "auto" chooses by the estimated
@@ -377,7 +380,8 @@ class ShapleyR2Importance(BaseTreeSelector):
         cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
         scores, results, tests = set(), [], []
-        for train, test in cv.split(X, y):
+        for fold, (train, test) in enumerate(cv.split(X, y)):
+            since = time.perf_counter()
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
             model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
@@ -394,6 +398,8 @@ class ShapleyR2Importance(BaseTreeSelector):
             methods.add(result.method)
             scores.add(result.score_name)
             algorithms.add(result.algorithm)
+            self._step_line(f"fold {fold + 1}: fitted on {len(train)} rows, decomposed on "
+                            f"{len(test)} held-out rows", since)
         self.cv_shares_ = np.asarray(importances)
         self.feature_importances_ = self.cv_shares_.mean(axis=0)
         n_folds = len(importances)

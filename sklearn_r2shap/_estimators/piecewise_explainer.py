@@ -58,8 +58,11 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         Keep at most this many features (the best ones).
     n_jobs : int, default=None
         Threads of the kernels (None: all cores).
-    verbose : int, default=0
-        Print the time each step takes.
+    verbose : "auto" or int, default="auto"
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (fitting, covers and leaf means, SHAP values,
+        with their times).
 
     Attributes
     ----------
@@ -103,7 +106,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
     """
 
     def __init__(self, estimator=None, *, prefit=False, threshold=None, max_features=None,
-                 n_jobs=None, verbose=0):
+                 n_jobs=None, verbose="auto"):
         self.estimator = estimator
         self.prefit = prefit
         self.threshold = threshold
@@ -116,11 +119,6 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
             "lightgbm", "PiecewiseLinearExplainer's default estimator "
             "(lightgbm.LGBMRegressor(linear_tree=True); or pass an estimator)")
         return lightgbm.LGBMRegressor(linear_tree=True, verbose=-1)
-
-    def _log(self, message, since):
-        if self.verbose:
-            print(f"[PiecewiseLinearExplainer] {message} ({time.perf_counter() - since:.2f} s)",
-                  flush=True)
 
     def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the model (unless prefit), then explain the rows of X.
@@ -157,7 +155,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
             self.estimator_ = self.estimator
         else:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-            self._log("fitted the model", since)
+            self._step_line("fitted the model", since)
         model, X, _ = self._explained_model(self.estimator_, X)  # a Pipeline: its last step
         self.ensemble_ = to_ensemble(model)
         since = time.perf_counter()
@@ -167,10 +165,10 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         self.linear_means_ = game.linear_mean
         expected = game.expected_value
         self.expected_value_ = float(expected[0]) if len(expected) == 1 else expected.copy()
-        self._log("computed covers and leaf means", since)
+        self._step_line("computed covers and leaf means", since)
         since = time.perf_counter()
         phi = _values(game, X, self.n_jobs)
-        self._log(f"computed the SHAP values of {phi.shape[0]} rows", since)
+        self._step_line(f"computed the SHAP values of {phi.shape[0]} rows", since)
         phi = phi[..., :-1].reshape(phi.shape[0], -1, phi.shape[-1] - 1)
         self.feature_importances_ = np.abs(phi).mean(axis=(0, 1))
         self._set_threshold(X)

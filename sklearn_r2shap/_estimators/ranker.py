@@ -10,6 +10,7 @@ Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
 import numbers
+import time
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
@@ -34,20 +35,20 @@ __all__ = ["TreeGradRanker"]
 _VALUE_KINDS = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
 
 
-def _check_output_kind(ensemble, kind):
-    """Validate the estimator's ``output`` ("raw", "probability" or None)."""
+def _check_model_output(ensemble, kind):
+    """Validate ``model_output`` ("raw", "probability" or None) for the model."""
     if not (kind is None or (isinstance(kind, str) and kind in ("raw", "probability"))):
-        raise ValueError(f"output must be None, 'raw' or 'probability', got {kind!r}.")
+        raise ValueError(f"model_output must be None, 'raw' or 'probability', got {kind!r}.")
     if kind == "probability" and not _has_probability_leaves(ensemble):
         if _classes(ensemble) is not None:
             held = ("margins (log-odds). The path-dependent game is defined on leaf "
                     "values, and a boosted model's probability is a nonlinear function "
-                    "of their sum, not such a game. Use output='raw' (or None) to explain "
+                    "of their sum, not such a game. Use model_output='raw' (or None) to explain "
                     "the margin.")
         else:
-            held = "the predictions of a regressor. Use output='raw' (or None)."
+            held = "the predictions of a regressor. Use model_output='raw' (or None)."
         raise UnsupportedModelError(
-            f"output='probability' needs a model whose leaves hold class probabilities "
+            f"model_output='probability' needs a model whose leaves hold class probabilities "
             f"(scikit-learn decision tree, random forest or extra trees classifiers); "
             f"the leaves of {ensemble.model_type} hold {held}"
         )
@@ -83,11 +84,12 @@ class TreeGradRanker(BaseTreeSelector):
         Learning rate (the paper's choice with T = 100).
     optimizer : {"adam", "gd"}, default="adam"
         Adam (Algorithm 10) or projected gradient ascent (Algorithm 2).
-    output : {None, "raw", "probability"}, default=None
-        The space of the explained output. The game is always defined on the
-        model's leaf values: class probabilities for scikit-learn decision
-        tree, random forest and extra trees classifiers, margins (log-odds)
-        for boosted classifiers, predictions for regressors. None and "raw"
+    model_output : {None, "raw", "probability"}, default=None
+        The space of the explained output (shap's ``model_output``). The
+        game is always defined on the model's leaf values: class
+        probabilities for scikit-learn decision tree, random forest and extra
+        trees classifiers, margins (log-odds) for boosted classifiers,
+        predictions for regressors. None and "raw"
         explain exactly that; "probability" does the same but checks that the
         leaves hold probabilities and raises
         :class:`~sklearn_r2shap.UnsupportedModelError` otherwise (a boosted
@@ -107,21 +109,23 @@ class TreeGradRanker(BaseTreeSelector):
         the threshold.
     n_jobs : int, default=None
         Threads of the kernel (None: all cores).
-    verbose : int, default=0
-        Show progress over chunks of rows.
+    verbose : "auto" or int, default="auto"
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (fitting the model, scoring the rows).
 
     Attributes
     ----------
     estimator_ : estimator
         The fitted tree model.
-    scores_ : ndarray of shape (n_samples, n_features)
-        The TreeGrad-Ranker scores of the rows given to ``fit``.
+    row_scores_ : ndarray of shape (n_samples, n_features)
+        The TreeGrad-Ranker scores of the rows given to ``fit``, one row each.
     feature_importances_ : ndarray of shape (n_features,)
         Mean over rows (weighted by ``sample_weight`` if given) of the
         absolute scores: how strongly a feature moves the explained output,
         in either direction.
     mean_scores_ : ndarray of shape (n_features,)
-        The signed (weighted) mean of the scores.
+        The signed (weighted) mean of the rows' scores.
     threshold_ : float
         The threshold applied.
     max_features_ : int or None
@@ -142,7 +146,7 @@ class TreeGradRanker(BaseTreeSelector):
     >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
     >>> ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=5, random_state=0),
     ...                         max_features=3, threshold=-np.inf).fit(X, y)
-    >>> ranker.scores_.shape
+    >>> ranker.row_scores_.shape
     (442, 10)
     >>> len(ranker.get_feature_names_out())
     3
@@ -152,14 +156,14 @@ class TreeGradRanker(BaseTreeSelector):
     """
 
     def __init__(self, estimator=None, *, prefit=False, n_iter=100, step_size=5.0,
-                 optimizer="adam", output=None, class_index=None, threshold=None,
-                 max_features=None, n_jobs=None, verbose=0):
+                 optimizer="adam", model_output=None, class_index=None, threshold=None,
+                 max_features=None, n_jobs=None, verbose="auto"):
         self.estimator = estimator
         self.prefit = prefit
         self.n_iter = n_iter
         self.step_size = step_size
         self.optimizer = optimizer
-        self.output = output
+        self.model_output = model_output
         self.class_index = class_index
         self.threshold = threshold
         self.max_features = max_features
@@ -174,9 +178,10 @@ class TreeGradRanker(BaseTreeSelector):
     def _check_params(self):
         super()._check_params()
         _check_ranker_params(self.n_iter, self.step_size, self.optimizer)
-        if not (self.output is None or (isinstance(self.output, str)
-                                        and self.output in ("raw", "probability"))):
-            raise ValueError(f"output must be None, 'raw' or 'probability', got {self.output!r}.")
+        if not (self.model_output is None or (isinstance(self.model_output, str)
+                                              and self.model_output in ("raw", "probability"))):
+            raise ValueError("model_output must be None, 'raw' or 'probability', got "
+                             f"{self.model_output!r}.")
         if self.class_index is not None and (
                 not isinstance(self.class_index, numbers.Integral)
                 or isinstance(self.class_index, bool) or self.class_index < 0):
@@ -222,15 +227,20 @@ class TreeGradRanker(BaseTreeSelector):
                                  "in feature_importances_).")
             if not np.sum(sample_weight) > 0:
                 raise ValueError("sample_weight must have a positive sum.")
+        since = time.perf_counter()
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+        self._step_line("fitted the model", since)
         model, X_explained, _ = self._explained_model(self.estimator_, X)
         ensemble = _explained(model)
-        _check_output_kind(ensemble, self.output)
+        _check_model_output(ensemble, self.model_output)
         self._ensemble = ensemble
-        self.scores_ = map_row_blocks(lambda rows, _: self._scores(check_rows(ensemble, rows)),
-                                      X_explained)
-        self.feature_importances_ = np.average(np.abs(self.scores_), axis=0, weights=sample_weight)
-        self.mean_scores_ = np.average(self.scores_, axis=0, weights=sample_weight)
+        since = time.perf_counter()
+        self.row_scores_ = map_row_blocks(
+            lambda rows, _: self._scores(check_rows(ensemble, rows)), X_explained)
+        self._step_line(f"scored {len(self.row_scores_)} rows", since)
+        self.feature_importances_ = np.average(np.abs(self.row_scores_), axis=0,
+                                               weights=sample_weight)
+        self.mean_scores_ = np.average(self.row_scores_, axis=0, weights=sample_weight)
         self._set_threshold(X)
         return self
 
@@ -263,11 +273,11 @@ class TreeGradRanker(BaseTreeSelector):
         return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
                               n_threads, self.verbose)
 
-    def scores(self, X):
+    def row_scores(self, X):
         """TreeGrad-Ranker scores of the rows of X, shape (n_samples, n_features).
 
         Higher scores rank first; the explained output is chosen by
-        ``output`` and ``class_index`` as in ``fit``.
+        ``model_output`` and ``class_index`` as in ``fit``.
         """
         self._check_input(X)
         X = self._explained_rows(X)
@@ -279,7 +289,7 @@ class TreeGradRanker(BaseTreeSelector):
         Sorted by decreasing score; ties are broken by the lower feature
         index. Shape (n_samples, n_features), integer dtype.
         """
-        return np.argsort(-self.scores(X), axis=1, kind="stable")
+        return np.argsort(-self.row_scores(X), axis=1, kind="stable")
 
     def values(self, X, kind="shapley", *, q=0.5, alpha=1, beta=1):
         """Semivalues of the same games (same output and class selection).
@@ -302,7 +312,7 @@ class TreeGradRanker(BaseTreeSelector):
         -------
         ndarray of shape (n_samples, n_features)
             The values, without the expected-value column of the functions
-            of the local attributions, comparable with :meth:`scores`.
+            of the local attributions, comparable with :meth:`row_scores`.
         """
         if not isinstance(kind, str) or kind not in _VALUE_KINDS:
             raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")

@@ -11,6 +11,7 @@ Layer: estimators. Imports the public functions, ``_selector``, ``_stats`` and t
 layers below; never imported by a public function.
 """
 import numbers
+import time
 from copy import deepcopy
 
 import numpy as np
@@ -31,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _groups
 from .._errors import import_optional
 from .._execution.cost import DEFAULT_EXACT_BUDGET
+from .._execution.local import check_verbose
 from .importance import ShapleyR2Importance
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
@@ -140,8 +142,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores). Folds run
         one after the other.
-    verbose : int, default=0
-        Print one line per fitted step.
+    verbose : "auto" or int, default="auto"
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (each fitted step and fold; the progress is that
+        of each step's :class:`ShapleyR2Importance`).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         The decomposition's algorithm (see :func:`r2_decomposition`).
     exact_budget : float, default=120.0
@@ -239,7 +244,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
 
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
                  scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
-                 verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                 verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
                  random_state=None, groups=None):
         self.estimator = estimator
         self.step = step
@@ -259,8 +264,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return HistGradientBoostingRegressor(random_state=0)
 
     def _check_params(self):
-        if self.verbose is not None and not isinstance(self.verbose, numbers.Integral):
-            raise ValueError(f"verbose must be an integer, got {self.verbose!r}.")
+        check_verbose(self.verbose)
         if self.selection_rule not in ("one_se", "best"):
             raise ValueError("selection_rule must be 'one_se' or 'best', got "
                              f"{self.selection_rule!r}.")
@@ -283,8 +287,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
         """The decomposition of one step: ShapleyR2Importance fits and ranks."""
         return ShapleyR2Importance(
             self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
-            n_jobs=self.n_jobs, algorithm=self.algorithm, exact_budget=self.exact_budget,
-            random_state=self.random_state, groups=groups)
+            n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
+            exact_budget=self.exact_budget, random_state=self.random_state, groups=groups)
 
     def _resolve_groups(self):
         """The units eliminated: None (the features), or with ``groups`` the input
@@ -322,11 +326,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
             position[columns] = np.arange(len(columns))
             groups = {self._group_names[u]: position[self._members[u]].tolist()
                       for u in features}
-        if self.verbose:
-            what = (f"{len(features)} features" if groups is None
-                    else f"{len(features)} groups ({len(columns)} columns)")
-            print(f"{type(self).__name__}: fitting on {what}.")
-        return self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
+        since = time.perf_counter()
+        step = self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
+        self._step_line("fitted on " + (f"{len(features)} features" if groups is None else
+                                        f"{len(features)} groups ({len(columns)} columns)"),
+                        since)
+        return step
 
     def _score(self, step, X, y, weight, features):
         """The score of a fitted step on held-out rows."""
@@ -423,11 +428,14 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return None if data is None else _safe_indexing(data, index)
 
         folds = []
-        for train, test in cv.split(X, y):
+        for fold, (train, test) in enumerate(cv.split(X, y)):
+            since = time.perf_counter()
             train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
             held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
             path, _, last = self._eliminate(*train_rows, stop, held_out)
             folds.append((path, path.order(last), train_rows, held_out))
+            self._step_line(f"fold {fold + 1}: eliminated on {len(train)} rows, scored on "
+                            f"{len(test)} held-out rows", since)
         counts = np.unique(np.concatenate([path.counts for path, *_ in folds]))
         scores = np.empty((len(counts), len(folds)))
         supports = np.zeros((len(folds), len(counts), n_features), dtype=bool)
