@@ -18,14 +18,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.frozen import FrozenEstimator
-from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
 
 from .._execution.local import check_verbose
 from .._model import is_tree_model, to_ensemble
-from .._pipeline import ends_in_tree_model, has_transformers, transform, unwrap
+from .._pipeline import ends_in_tree_model, has_transformers, is_pipeline, transform, unwrap
 
 __all__ = ["BaseTreeSelector"]
 
@@ -147,7 +146,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         estimator = clone(estimator)
         if sample_weight is not None:
             # a Pipeline takes the weights of its final step as <step>__sample_weight
-            key = (f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline)
+            key = (f"{estimator.steps[-1][0]}__sample_weight" if is_pipeline(estimator)
                    else "sample_weight")
             fit_params = dict(fit_params, **{key: sample_weight})
         fitted = estimator.fit(X, **fit_params) if y is None else estimator.fit(X, y, **fit_params)

@@ -9,7 +9,6 @@ cross-fitting, thresholds and attributes.
 Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
-
 import time
 
 import numpy as np

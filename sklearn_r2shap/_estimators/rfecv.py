@@ -33,9 +33,9 @@ from .. import _groups
 from .._errors import import_optional
 from .._execution.cost import DEFAULT_EXACT_BUDGET
 from .._execution.local import check_verbose
-from .importance import ShapleyR2Importance
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
+from .importance import ShapleyR2Importance
 
 __all__ = ["ShapleyR2RFECV"]
 
