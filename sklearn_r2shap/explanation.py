@@ -18,12 +18,9 @@ import numbers
 import numpy as np
 
 from . import _groups, _pipeline
-from ._errors import import_optional
 from ._execution import dask as _dask
 from ._model import to_ensemble
 from ._validation import column_names
-from .attributions import shap_values
-from .interactions import shap_interaction_values
 
 __all__ = ["Explanation", "explain"]
 
@@ -238,7 +235,8 @@ class Explanation:
         -------
         pandas.DataFrame
         """
-        pd = import_optional("pandas", "Explanation.to_frame()")
+        import pandas as pd
+
         if kind not in ("long", "wide"):
             raise ValueError(f"kind must be 'long' or 'wide', got {kind!r}.")
         values, base, data, rows, features, outputs = self._full()
@@ -266,7 +264,11 @@ class Explanation:
         ``shap.plots.beeswarm(e.to_shap())``, ``shap.plots.waterfall(e[0].to_shap())``.
         Needs the ``shap`` package (imported here only).
         """
-        shap = import_optional("shap", "Explanation.to_shap() (to_frame() needs only pandas)")
+        try:
+            import shap
+        except ImportError as error:
+            raise ImportError("to_shap() needs the shap package (`pip install shap`); "
+                              "to_frame() needs only pandas.") from error
         features = self.feature_names
         outputs = self.output_names
         return shap.Explanation(
@@ -392,6 +394,9 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     >>> e[0, "petal length (cm)"].values.shape   # one row, one feature: one value per class
     (3,)
     """
+    from .attributions import shap_values
+    from .interactions import shap_interaction_values
+
     if _dask.is_dask_collection(X):
         raise ValueError("explain() holds its rows in memory; pass X.compute() of the rows "
                          "to explain, or use shap_values on the dask collection (a lazy "

@@ -30,7 +30,7 @@ import numpy as np
 
 from ._execution import dask as _dask
 from ._kernels import _interventional, _predict, _semivalues
-from ._model import UnsupportedModelError, explainable_ensemble
+from ._model import explainable_ensemble
 from ._validation import _is_sparse, check_rows, iter_row_blocks, resolve_n_jobs
 
 __all__ = ["interventional_values"]
@@ -121,6 +121,8 @@ class InterventionalGame:
         tree_leaf_start = structure["tree_leaf_start"]
         max_dim = int(leaf_dim.max(initial=0))
         if max_dim > 63:
+            from ._model import UnsupportedModelError
+
             raise UnsupportedModelError(
                 f"{ensemble.model_type} has a path with {max_dim} distinct features; "
                 "interventional values support at most 63 (use shap_values without "

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import import_optional
 from ._kernels import _semivalues
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
 from .attributions import _explained
@@ -91,7 +90,8 @@ class InsertionDeletion:
         -------
         ndarray of two Axes
         """
-        plt = import_optional("matplotlib.pyplot", "Plotting")
+        import matplotlib.pyplot as plt
+
         if ax is None:
             _, ax = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
         axes = np.asarray(ax).ravel()
