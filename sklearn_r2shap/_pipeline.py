@@ -21,8 +21,8 @@ from ._execution import dask as _dask
 from ._model import TreeEnsemble, UnsupportedModelError, is_tree_model
 from ._validation import column_names
 
-__all__ = ["is_pipeline", "final_step", "last_step", "unwrap", "unwrap_with_background",
-           "transform", "transformed_names", "has_transformers", "ends_in_tree_model"]
+__all__ = ["is_pipeline", "final_step", "last_step", "unwrap", "transform",
+           "transformed_names", "has_transformers", "ends_in_tree_model"]
 
 
 def is_pipeline(model):
@@ -152,12 +152,3 @@ def unwrap(model, X):
         return model, X, None
     last = final_step(model)
     return last, transform(model, X), transformed_names(model, X)
-
-
-def unwrap_with_background(model, X, background):
-    """``(last step, transformed X, transformed background)``: :func:`unwrap` for
-    a game of background rows (None stays None)."""
-    if background is not None and is_pipeline(model):
-        background = transform(model, background)
-    model, X, _ = unwrap(model, X)
-    return model, X, background

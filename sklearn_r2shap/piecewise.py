@@ -181,7 +181,9 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5], raw_score=True)))
     True
     """
-    model, X, background = _pipeline.unwrap_with_background(model, X, background)
+    if _pipeline.is_pipeline(model):  # its last step, rows and background transformed
+        background = _pipeline.transform(model, background)
+    model, X, _ = _pipeline.unwrap(model, X)
     ensemble = to_ensemble(model)
     n_threads = resolve_n_jobs(n_jobs)
     game = _build_game(ensemble, background, background_weight, n_threads)
