@@ -32,8 +32,7 @@ PACKAGE = pathlib.Path(sr.__file__).parent
 # Layer of each module (by dotted name under the package, longest prefix wins).
 # A module may import modules of its own layer (without cycles) or lower ones.
 LAYERS = {
-    "_errors": 0, "_numerics": 0, "_validation": 0, "plotting": 0, "_report": 0,
-    "_min_dependencies": 0,
+    "_errors": 0, "_numerics": 0, "_validation": 0, "plotting": 0, "_report": 0, "_min_dependencies": 0,
     "_kernels": 1,
     "_model": 2,
     "_scores": 3, "_games": 3,

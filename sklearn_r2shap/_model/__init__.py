@@ -8,8 +8,8 @@ Layer: models. Imports only the ground floor (``_errors``, ``_validation``,
 ``_numerics``) and ``_kernels``.
 """
 from .._errors import UnsupportedModelError
-from . import _catboost, _lightgbm, _sklearn, _xgboost
 from ._ensemble import TreeArrays, TreeEnsemble
+from . import _catboost, _lightgbm, _sklearn, _xgboost
 
 __all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError"]
 
