@@ -26,7 +26,6 @@ from scipy.special import expit, logsumexp, xlogy
 from ._errors import UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
-from .plotting import plot_bars
 from ._validation import check_row_weights
 
 __all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
@@ -174,6 +173,8 @@ class R2Decomposition:
         -------
         matplotlib Axes
         """
+        from .plotting import plot_bars
+
         shapflex = self.method == "shapflex"
         model = f"{self.model_name}\n" if self.model_name else ""
         label = self.score_label.replace("^2", "$^2$")
