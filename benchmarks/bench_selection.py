@@ -227,7 +227,7 @@ def run_ours(group, X, y, task, seed, threads, step=1):
     # unshuffled folds, seeded model), then the elimination on all rows down to its
     # count, as ShapleyR2RFECV(selection_rule="best").fit does; its time is taken as
     # the one_se fit's (the same folds, and a shorter elimination on all rows).
-    from sklearn_r2shap._stats import choose_n_features
+    from sklearn_r2shap._estimators._stats import choose_n_features
 
     results = selector.cv_results_
     folds = np.array([results[k] for k in results

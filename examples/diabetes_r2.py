@@ -97,8 +97,9 @@ for k in (1, 2, 3, 4, 6, 10):
 # Cross-fitted importances
 # ------------------------
 # With ``cv=5`` each fold's model is decomposed on the rows it was not
-# fitted on; the standard error is the spread of the 5 fold values over
-# sqrt(5). A negative value means the feature makes held-out predictions
+# fitted on, and the held-out rows of the 5 folds are pooled: the standard
+# error is the spread of the rows' terms (each scaled to its fold) over
+# sqrt(n). A negative value means the feature makes held-out predictions
 # worse.
 
 cross_fitted = ShapleyR2Importance(booster, cv=5).fit(X, y)

@@ -49,7 +49,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sklearn_r2shap.metrics import insertion_deletion
-from sklearn_r2shap.ranking import TreeGradRanker
+from sklearn_r2shap import TreeGradRanker
 
 DATASETS = {
     "diabetes": (load_diabetes, False),
@@ -88,8 +88,8 @@ def evaluate(model, X):
     """{method: InsertionDeletion} on the rows X (each row's predicted class)."""
     # prefit: the ranker only scores X; class_index=None explains the predicted class
     ranker = TreeGradRanker(model, prefit=True, n_iter=100, step_size=5.0, optimizer="adam")
-    adam = ranker.fit(X).scores_
-    gradient_ascent = ranker.set_params(optimizer="gd").scores(X)
+    adam = ranker.fit(X).row_scores_
+    gradient_ascent = ranker.set_params(optimizer="gd").row_scores(X)
     results = {}
     for label, settings in METHODS:
         if settings is None:

@@ -1,8 +1,8 @@
 """sklearn-r2shap: exact Shapley explanations and feature selection for tree models.
 
 The public names, nothing else (the layers are described on the
-documentation page "Contributing": ground floor, models, games and kernels,
-execution, public functions, estimators).
+documentation page "Contributing": ground floor, kernels, models, games,
+execution, public functions, estimators in ``_estimators/``).
 
 Layer: the package root (imports the public modules).
 """
@@ -12,16 +12,9 @@ from . import metrics
 from ._execution.cost import CostEstimate, estimate_cost
 from ._scores import R2Decomposition
 from .decomposition import r2_decomposition
-from .importance import ShapleyR2Importance
-from .rfecv import ShapleyR2RFECV
-from .piecewise import (
-    PiecewiseLinearExplainer,
-    piecewise_ensemble,
-    piecewise_predict,
-    piecewise_shap_values,
-)
+from .piecewise import piecewise_ensemble, piecewise_predict, piecewise_shap_values
 from .shapflex import shapflex_decomposition
-from .ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
+from .ranking import multilinear_gradient, treegrad_scores
 from .attributions import (
     banzhaf_values,
     beta_shapley_values,
@@ -33,6 +26,12 @@ from .attributions import (
 )
 from .interactions import shap_interaction_values
 from .explanation import Explanation, explain
+from ._estimators import (
+    PiecewiseLinearExplainer,
+    ShapleyR2Importance,
+    ShapleyR2RFECV,
+    TreeGradRanker,
+)
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,11 @@ import sys
 import time
 
 import numpy as np
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.model_selection import KFold
 
+from ._estimators import ShapleyR2Importance
 from ._report import shares_table
 
 
@@ -21,12 +25,6 @@ def _table(names, shares, errors, score):
 
 
 def main(argv=None):
-    from sklearn.datasets import load_diabetes
-    from sklearn.ensemble import GradientBoostingRegressor
-    from sklearn.model_selection import KFold
-
-    from . import ShapleyR2Importance
-
     parser = argparse.ArgumentParser(prog="python -m sklearn_r2shap", description=__doc__)
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--max-depth", type=int, default=3)
@@ -57,12 +55,14 @@ def main(argv=None):
 
     cv = KFold(args.folds, shuffle=True, random_state=0)
     crossed = ShapleyR2Importance(model, cv=cv, n_jobs=args.n_jobs).fit(X, y)
+    n_rows = X.shape[0]
     print(f"\n2. Cross-fitted ({args.folds} folds): each fold's model is fitted on the other "
-          f"folds and\n   decomposed on the held-out fold; values are the mean over the "
-          f"{args.folds} folds")
+          f"folds and\n   decomposed on the held-out fold; values pool the held-out rows of "
+          f"the {args.folds} folds\n   (the folds' values weighted by their numbers of rows)")
     print(_table(names, crossed.feature_importances_, crossed.std_errors_, float(crossed.score_)))
-    print(f"std.err: standard deviation of the {args.folds} fold values / sqrt({args.folds}).\n"
-          "% of R2: share / score (the mean held-out R2).\n"
+    print(f"std.err: standard deviation over the {n_rows} held-out rows of each row's term "
+          f"(its part of\n  the share, scaled to its fold) / sqrt({n_rows}).\n"
+          "% of R2: share / score (the held-out R2 of the folds, weighted by their rows).\n"
           "In sample the model has seen the rows it is scored on and is partly fitted to "
           "their noise;\ncross-fitted R^2 is measured on held-out rows only: lower, an "
           "estimate for new data.\nA negative share means the feature makes the held-out fit "

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import eigvalsh_tridiagonal
 
 __all__ = ["beta_quadrature", "quadrature_sizes", "Moments", "Extremes", "merge_statistics"]
 
@@ -97,8 +98,6 @@ def _gauss_beta(alpha, beta, n_nodes):
     recurrence; the weights are the Christoffel numbers
     ``1 / sum_k p_k(t)^2``, positive by construction.
     """
-    from scipy.linalg import eigvalsh_tridiagonal
-
     A, B = float(alpha - 1), float(beta - 1)
     s = A + B
     n = np.arange(n_nodes, dtype=np.float64)

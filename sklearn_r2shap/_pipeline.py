@@ -13,17 +13,20 @@ Layer: public functions (the boundary's Pipeline unwrapping). Imports ``_model``
 ``_validation`` and ``_execution.dask``; never a public function module or an estimator.
 """
 import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["is_pipeline", "final_step", "unwrap", "transform", "transformed_names",
-           "has_transformers", "ends_in_tree_model"]
+from ._execution import dask as _dask
+from ._model import TreeEnsemble, UnsupportedModelError, is_tree_model
+from ._validation import column_names
+
+__all__ = ["is_pipeline", "final_step", "last_step", "unwrap", "transform",
+           "transformed_names", "has_transformers", "ends_in_tree_model"]
 
 
 def is_pipeline(model):
-    """Whether ``model`` is a scikit-learn Pipeline (imported only if it may be one)."""
-    if type(model).__module__.split(".")[0] != "sklearn":
-        return False
-    from sklearn.pipeline import Pipeline
-
+    """Whether ``model`` is a scikit-learn Pipeline."""
     return isinstance(model, Pipeline)
 
 
@@ -43,9 +46,6 @@ def _steps(pipeline):
 
 
 def _check_transformer(name, step):
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
     if not hasattr(step, "transform"):
         raise TypeError(
             f"Pipeline step {name!r} ({type(step).__name__}) is not a transformer (it has "
@@ -73,7 +73,6 @@ def final_step(model):
     """
     if not is_pipeline(model):
         return model
-    from ._model import TreeEnsemble, UnsupportedModelError, is_tree_model
 
     transformers, (name, last) = _steps(model)
     for step_name, step in transformers:
@@ -87,11 +86,19 @@ def final_step(model):
     return last
 
 
+def last_step(model):
+    """The last step of a Pipeline (nested Pipelines flattened), else ``model``.
+
+    Unlike :func:`final_step` the step may be any model (shapFlex explains
+    linear regressors too) and is not checked.
+    """
+    return _steps(model)[1][1] if is_pipeline(model) else model
+
+
 def ends_in_tree_model(model):
     """Whether ``model`` is a Pipeline whose last step is a tree model we read."""
     if not is_pipeline(model):
         return False
-    from ._model import TreeEnsemble, is_tree_model
 
     last = _steps(model)[1][1]
     return isinstance(last, TreeEnsemble) or is_tree_model(last)
@@ -104,8 +111,6 @@ def has_transformers(model):
 
 def transform(model, X):
     """The rows X through every step of the Pipeline ``model`` but the last."""
-    from ._execution import dask as _dask
-
     transformers, _ = _steps(model)
     if transformers and _dask.is_dask_collection(X):
         raise ValueError(
@@ -123,8 +128,6 @@ def transformed_names(model, X=None):
     """Names of the last step's input features: ``get_feature_names_out`` of the
     steps before it (given X's column names), else the last step's own
     ``feature_names_in_``, else None."""
-    from ._validation import column_names
-
     transformers, (_, last) = _steps(model)
     names = column_names(X) if X is not None else None
     if not transformers:

@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
-from ._errors import UnsupportedModelError
+from ._errors import UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
@@ -151,8 +151,7 @@ class R2Decomposition:
         ``fraction`` is each share over the model's score. Rows are
         features, sorted by decreasing share unless ``sort=False``.
         """
-        import pandas as pd
-
+        pd = import_optional("pandas", "R2Decomposition.to_frame()")
         frame = pd.DataFrame(
             {
                 "share": self.shares,

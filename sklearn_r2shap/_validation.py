@@ -6,9 +6,13 @@ attributes, never imported).
 
 Layer: ground floor.
 """
-import numpy as np
+import numbers
+import os
 
-from ._errors import UnsupportedModelError
+import numpy as np
+import scipy.sparse
+
+from ._errors import UnsupportedModelError, import_optional
 
 
 def _is_pandas(X):
@@ -110,9 +114,8 @@ def check_rows(ensemble, X, *, allow_nan=None):
     _refuse_library_containers(X)
     kind = _frame_kind(X)
     if kind == "interchange":  # any other frame: through pandas' interchange reader
-        from pandas.api.interchange import from_dataframe
-
-        X, kind = from_dataframe(X), "pandas"
+        interchange = import_optional("pandas.api.interchange", "A dataframe of this library")
+        X, kind = interchange.from_dataframe(X), "pandas"
     if kind is not None:
         _check_names(ensemble, _column_names(X, kind))
     if _is_sparse(X):
@@ -182,7 +185,6 @@ def _apply_missing(ensemble, X):
 def _is_sparse(X):
     if not hasattr(X, "tocsr"):
         return False
-    import scipy.sparse
 
     return scipy.sparse.issparse(X)
 
@@ -308,8 +310,7 @@ def _frame_to_array(ensemble, frame):
     columns of a model fitted without a DataFrame by the frame's own
     categories. Other category columns must hold numbers.
     """
-    import pandas as pd
-
+    pd = import_optional("pandas", "A frame with category columns")
     info = ensemble.info
     is_category = [isinstance(dtype, pd.CategoricalDtype) for dtype in frame.dtypes]
     levels = info.get("category_levels") or {}
@@ -398,9 +399,6 @@ def resolve_n_jobs(n_jobs):
     ``n_jobs`` (a float such as 1.5 is refused, not truncated); more threads
     than cores are capped at the number of cores (the kernels are CPU-bound).
     """
-    import numbers
-    import os
-
     n_cpus = os.cpu_count() or 1
     if n_jobs is None:
         return n_cpus

@@ -73,12 +73,12 @@ class InsertionDeletion:
         return {"insertion_auc": float(np.mean(self.insertion_auc)),
                 "deletion_auc": float(np.mean(self.deletion_auc))}
 
-    def plot(self, axes=None, label=None, **line_kwargs):
+    def plot(self, ax=None, label=None, **line_kwargs):
         """Plot the mean insertion and deletion curves (matplotlib).
 
         Parameters
         ----------
-        axes : sequence of two matplotlib Axes, optional
+        ax : sequence of two matplotlib Axes, optional
             Where to draw the insertion and the deletion curve; new axes
             side by side by default. Pass the same axes to overlay rankings.
         label : str, optional
@@ -92,11 +92,11 @@ class InsertionDeletion:
         """
         import matplotlib.pyplot as plt
 
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
-        axes = np.asarray(axes).ravel()
+        if ax is None:
+            _, ax = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+        axes = np.asarray(ax).ravel()
         if len(axes) != 2:
-            raise ValueError(f"axes must hold two Axes (insertion, deletion), got {len(axes)}.")
+            raise ValueError(f"ax must hold two Axes (insertion, deletion), got {len(axes)}.")
         k = np.arange(self.insertion.shape[1])
         summary = self.mean()
         for ax, curve, name in ((axes[0], self.insertion, "insertion"),

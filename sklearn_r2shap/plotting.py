@@ -1,18 +1,11 @@
 """Plots (matplotlib is optional: imported only when a plot is asked for).
 
-Layer: ground floor (matplotlib imported when a plot is drawn).
+Layer: ground floor (matplotlib imported when a plot is drawn). Imports
+``_errors``.
 """
 import numpy as np
 
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError(
-            "Plotting needs matplotlib: pip install 'sklearn-r2shap[plot]'."
-        ) from None
-    return plt
+from ._errors import import_optional
 
 
 def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", title=""):
@@ -20,7 +13,7 @@ def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", tit
 
     Returns the matplotlib Axes.
     """
-    plt = _pyplot()
+    plt = import_optional("matplotlib.pyplot", "Plotting")
     values = np.asarray(values, dtype=float)
     order = np.argsort(-values, kind="mergesort")[:max_features][::-1]
     if ax is None:

@@ -8,8 +8,9 @@ multilinear extension ``F(z) = E_{S ~ Bernoulli(z)} v_x(S)`` on ``[0, 1]^p``.
 point with TreeGrad (Algorithm 9), including points with coordinates 0 and 1.
 :func:`treegrad_scores` runs projected gradient ascent (or Adam) on the joint
 objective ``(F(z) - F(1 - z)) / 2`` from ``z = 1/2`` and returns the running
-mean of its gradients: the TreeGrad-Ranker scores. :class:`TreeGradRanker`
-wraps them as a scikit-learn feature selector.
+mean of its gradients: the TreeGrad-Ranker scores.
+:class:`~sklearn_r2shap.TreeGradRanker` (in ``_estimators``) wraps them as a
+scikit-learn feature selector.
 
 Which output is explained
 -------------------------
@@ -33,56 +34,23 @@ LightGBM ``Booster`` of a binary objective has none and is explained as a
 single-output model (its margin).
 
 The games (output selection, the TreeGrad kernels of a block of rows) live in
-:mod:`._games.treegrad`. Layer: public functions (and the estimator
-:class:`TreeGradRanker`, which calls them).
+:mod:`._games.treegrad`. Layer: public functions; never imports an estimator.
 """
 import numbers
 
 import numpy as np
-from sklearn.utils.validation import (
-    _check_feature_names,
-    _check_n_features,
-    _check_sample_weight,
-    check_is_fitted,
-)
 
 from . import _pipeline
-from ._errors import UnsupportedModelError
 from ._execution.local import Progress
 from ._games import treegrad as _tg
-from ._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _per_row
-from ._games.treegrad import _resolve_output, _signed, _take
-from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
+from ._games.treegrad import _per_row, _resolve_output, _signed, _take
 from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from .attributions import _explained, banzhaf_values, beta_shapley_values
+from .attributions import _explained
 
-__all__ = ["multilinear_gradient", "treegrad_scores", "TreeGradRanker"]
+__all__ = ["multilinear_gradient", "treegrad_scores"]
 
 _OPTIMIZERS = ("adam", "gd")
 _CHUNK_ROWS = 1024
-
-
-# --------------------------------------------------------------------------
-# Output selection (shared with metrics.py)
-
-
-def _check_output_kind(ensemble, kind):
-    """Validate the estimator's ``output`` ("raw", "probability" or None)."""
-    if not (kind is None or (isinstance(kind, str) and kind in ("raw", "probability"))):
-        raise ValueError(f"output must be None, 'raw' or 'probability', got {kind!r}.")
-    if kind == "probability" and not _has_probability_leaves(ensemble):
-        if _classes(ensemble) is not None:
-            held = ("margins (log-odds). The path-dependent game is defined on leaf "
-                    "values, and a boosted model's probability is a nonlinear function "
-                    "of their sum, not such a game. Use output='raw' (or None) to explain "
-                    "the margin.")
-        else:
-            held = "the predictions of a regressor. Use output='raw' (or None)."
-        raise UnsupportedModelError(
-            f"output='probability' needs a model whose leaves hold class probabilities "
-            f"(scikit-learn decision tree, random forest or extra trees classifiers); "
-            f"the leaves of {ensemble.model_type} hold {held}"
-        )
 
 
 # --------------------------------------------------------------------------
@@ -275,294 +243,3 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
                               n_threads)
 
     return map_row_blocks(block, X)
-
-
-# --------------------------------------------------------------------------
-# Estimator
-
-_VALUE_KINDS = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
-
-
-class TreeGradRanker(BaseTreeSelector):
-    """Feature ranking and selection by TreeGrad-Ranker scores.
-
-    Fits a tree model (or takes a fitted one) and computes, for every row of
-    the data, the TreeGrad-Ranker scores of the row's path-dependent game
-    (:func:`treegrad_scores`): the mean gradient along an ascent of the joint
-    objective ``(F_x(z) - F_x(1 - z)) / 2`` of the game's multilinear
-    extension, which ranks the features for the insertion and deletion
-    metrics (:func:`sklearn_r2shap.metrics.insertion_deletion`). The global
-    importance of a feature is the mean over rows of the absolute score, and
-    the estimator selects features like
-    :class:`~sklearn.feature_selection.SelectFromModel`.
-
-    Parameters
-    ----------
-    estimator : tree model, default=None
-        A scikit-learn tree, forest or gradient boosting model, or an
-        XGBoost, LightGBM or CatBoost model. None uses
-        ``DecisionTreeRegressor(max_depth=6, random_state=0)``, a regressor on
-        a numeric ``y``; pass a classifier to explain classes. A
-        :class:`~sklearn.frozen.FrozenEstimator` is used as fitted.
-    prefit : bool, default=False
-        Use ``estimator`` as already fitted: ``fit`` only scores the rows it
-        is given (``y`` may then be None).
-    n_iter : int, default=100
-        Steps T of the ascent.
-    step_size : float, default=5.0
-        Learning rate (the paper's choice with T = 100).
-    optimizer : {"adam", "gd"}, default="adam"
-        Adam (Algorithm 10) or projected gradient ascent (Algorithm 2).
-    output : {None, "raw", "probability"}, default=None
-        The space of the explained output. The game is always defined on the
-        model's leaf values: class probabilities for scikit-learn decision
-        tree, random forest and extra trees classifiers, margins (log-odds)
-        for boosted classifiers, predictions for regressors. None and "raw"
-        explain exactly that; "probability" does the same but checks that the
-        leaves hold probabilities and raises
-        :class:`~sklearn_r2shap.UnsupportedModelError` otherwise (a boosted
-        model's probability is not a path-dependent game).
-    class_index : int or None, default=None
-        For classifiers, the index (into the model's ``classes_``) of the
-        class whose output is explained for every row; None explains the
-        predicted class of each row, as in the paper. For a binary boosted
-        classifier 1 is the margin and 0 the negated margin. For a
-        multi-output regressor, the output index (required). Must be None or
-        0 for single-output regressors.
-    threshold : str or float, default=None
-        Features with ``feature_importances_ >= threshold`` are selected: a
-        number, "mean", "median" or e.g. "1.5*mean"; None means "mean".
-    max_features : int or callable, default=None
-        At most this many features (largest importances), also subject to
-        the threshold.
-    n_jobs : int, default=None
-        Threads of the kernel (None: all cores).
-    verbose : int, default=0
-        Show progress over chunks of rows.
-
-    Attributes
-    ----------
-    estimator_ : estimator
-        The fitted tree model.
-    scores_ : ndarray of shape (n_samples, n_features)
-        The TreeGrad-Ranker scores of the rows given to ``fit``.
-    feature_importances_ : ndarray of shape (n_features,)
-        Mean over rows (weighted by ``sample_weight`` if given) of the
-        absolute scores: how strongly a feature moves the explained output,
-        in either direction.
-    mean_scores_ : ndarray of shape (n_features,)
-        The signed (weighted) mean of the scores.
-    threshold_ : float
-        The threshold applied.
-    max_features_ : int or None
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Defined when X has feature names that are all strings.
-
-    See Also
-    --------
-    treegrad_scores : the functional form.
-    sklearn_r2shap.metrics.insertion_deletion : the metrics the ranking optimises.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_diabetes
-    >>> from sklearn.tree import DecisionTreeRegressor
-    >>> from sklearn_r2shap.ranking import TreeGradRanker
-    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
-    >>> ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=5, random_state=0),
-    ...                         max_features=3, threshold=-np.inf).fit(X, y)
-    >>> ranker.scores_.shape
-    (442, 10)
-    >>> len(ranker.get_feature_names_out())
-    3
-    >>> order = ranker.rank(X.iloc[:2])   # feature indices, best first
-    >>> order.shape
-    (2, 10)
-    """
-
-    def __init__(self, estimator=None, *, prefit=False, n_iter=100, step_size=5.0,
-                 optimizer="adam", output=None, class_index=None, threshold=None,
-                 max_features=None, n_jobs=None, verbose=0):
-        self.estimator = estimator
-        self.prefit = prefit
-        self.n_iter = n_iter
-        self.step_size = step_size
-        self.optimizer = optimizer
-        self.output = output
-        self.class_index = class_index
-        self.threshold = threshold
-        self.max_features = max_features
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-
-    def _default_estimator(self, y=None):
-        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-
-        if is_classification_target(y):
-            return DecisionTreeClassifier(max_depth=6, random_state=0)
-        return DecisionTreeRegressor(max_depth=6, random_state=0)
-
-    def _check_params(self):
-        super()._check_params()
-        _check_ranker_params(self.n_iter, self.step_size, self.optimizer)
-        if not (self.output is None or (isinstance(self.output, str)
-                                        and self.output in ("raw", "probability"))):
-            raise ValueError(f"output must be None, 'raw' or 'probability', got {self.output!r}.")
-        if self.class_index is not None and (
-                not isinstance(self.class_index, numbers.Integral)
-                or isinstance(self.class_index, bool) or self.class_index < 0):
-            raise ValueError(
-                f"class_index must be None or a non-negative integer, got {self.class_index!r}."
-            )
-
-    def _needs_y(self):
-        frozen = self.estimator is not None and _unfrozen(self.estimator)[1]
-        return not (self.prefit or frozen)
-
-    def fit(self, X, y=None, sample_weight=None, **fit_params):
-        """Fit the model (unless prefit) and score every row of X.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Needed unless the model is prefit or frozen.
-        sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` (to its final step, as
-            ``<step>__sample_weight``, for a Pipeline) and used as row
-            weights in ``feature_importances_`` and ``mean_scores_``.
-        **fit_params : dict
-            Passed to the model's ``fit``.
-
-        Returns
-        -------
-        self : TreeGradRanker
-        """
-        from sklearn.utils import check_array
-
-        self._check_params()
-        if y is None and self._needs_y():
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
-            )
-        n_rows_features(X)
-        check_array(X, ensure_all_finite="allow-nan", dtype=None, accept_sparse=("csr", "csc"))
-        self._record_input(X)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X)
-            if np.any(sample_weight < 0):
-                raise ValueError("sample_weight must be non-negative (it weighs the rows "
-                                 "in feature_importances_).")
-            if not np.sum(sample_weight) > 0:
-                raise ValueError("sample_weight must have a positive sum.")
-        self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
-        model, X_explained, _ = self._explained_model(self.estimator_, X)
-        ensemble = _explained(model)
-        _check_output_kind(ensemble, self.output)
-        self._ensemble = ensemble
-        self.scores_ = map_row_blocks(lambda rows, _: self._scores(check_rows(ensemble, rows)),
-                                      X_explained)
-        self.feature_importances_ = np.average(np.abs(self.scores_), axis=0, weights=sample_weight)
-        self.mean_scores_ = np.average(self.scores_, axis=0, weights=sample_weight)
-        self._set_threshold(X)
-        return self
-
-    def _check_input(self, X):
-        """X checked against the fit (names and width)."""
-        check_is_fitted(self, "feature_importances_")
-        n_rows_features(X)
-        _check_feature_names(self, X, reset=False)
-        _check_n_features(self, X, reset=False)
-
-    def _output_of_rows(self, ensemble, rows, n_threads):
-        if self.class_index is not None:
-            binary = _is_binary_margin(ensemble)
-            n_choices = 2 if binary else ensemble.n_outputs
-            if self.class_index >= n_choices:
-                what = (f"{n_choices} classes" if binary or _classes(ensemble) is not None
-                        else "a single output" if n_choices == 1 else f"{n_choices} outputs")
-                raise ValueError(
-                    f"class_index={self.class_index} is out of range: "
-                    f"{ensemble.model_type} has {what}."
-                )
-        return _resolve_output(ensemble, rows, self.class_index, n_threads)
-
-    def _scores(self, rows):
-        ensemble = self._ensemble
-        n_threads = resolve_n_jobs(self.n_jobs)
-        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
-        n_iter, step_size, adam = _check_ranker_params(self.n_iter, self.step_size,
-                                                       self.optimizer)
-        return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
-                              n_threads, self.verbose)
-
-    def scores(self, X):
-        """TreeGrad-Ranker scores of the rows of X, shape (n_samples, n_features).
-
-        Higher scores rank first; the explained output is chosen by
-        ``output`` and ``class_index`` as in ``fit``.
-        """
-        self._check_input(X)
-        X = self._explained_rows(X)
-        return map_row_blocks(lambda rows, _: self._scores(check_rows(self._ensemble, rows)), X)
-
-    def rank(self, X):
-        """Feature indices of every row of X, best first.
-
-        Sorted by decreasing score; ties are broken by the lower feature
-        index. Shape (n_samples, n_features), integer dtype.
-        """
-        return np.argsort(-self.scores(X), axis=1, kind="stable")
-
-    def values(self, X, kind="shapley", *, q=0.5, alpha=1, beta=1):
-        """Semivalues of the same games (same output and class selection).
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-        kind : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
-            Shapley values, Banzhaf values, weighted Banzhaf values with
-            parameter ``q`` or Beta Shapley values with parameters
-            ``(alpha, beta)`` (:func:`~sklearn_r2shap.shap_values`,
-            :func:`~sklearn_r2shap.banzhaf_values`,
-            :func:`~sklearn_r2shap.beta_shapley_values`).
-        q : float in (0, 1), default=0.5
-            Only for ``kind="weighted_banzhaf"``.
-        alpha, beta : int >= 1, default=1
-            Only for ``kind="beta"``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            The values, without the expected-value column of the functions
-            of the local attributions, comparable with :meth:`scores`.
-        """
-        if not isinstance(kind, str) or kind not in _VALUE_KINDS:
-            raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
-        self._check_input(X)
-        X = self._explained_rows(X)
-        return map_row_blocks(lambda rows, _: self._values(rows, kind, q, alpha, beta), X)
-
-    def _values(self, rows, kind, q, alpha, beta):
-        ensemble = self._ensemble
-        rows = check_rows(ensemble, rows)
-        n_threads = resolve_n_jobs(self.n_jobs)
-        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
-        if kind == "shapley":
-            phi = beta_shapley_values(ensemble, rows, alpha=1, beta=1, n_jobs=self.n_jobs)
-        elif kind == "banzhaf":
-            phi = banzhaf_values(ensemble, rows, q=0.5, n_jobs=self.n_jobs)
-        elif kind == "weighted_banzhaf":
-            phi = banzhaf_values(ensemble, rows, q=q, n_jobs=self.n_jobs)
-        else:
-            phi = beta_shapley_values(ensemble, rows, alpha=alpha, beta=beta, n_jobs=self.n_jobs)
-        if phi.ndim == 3:
-            phi = phi[np.arange(len(rows)), kernel_output]
-        return _signed(phi[:, :-1], sign[:, None])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self._estimator_accepts_sparse()
-        tags.target_tags.required = self._needs_y()
-        return tags

@@ -17,17 +17,23 @@ SHAP values of a scikit-learn linear regressor, ``coef_ * (x - mean(x))``,
 also at the end of a :class:`~sklearn.pipeline.Pipeline`; otherwise an error
 that says how to supply them.
 
-Layer: public functions. Imports ``_model``, ``_scores``, the ground floor
-and, inside functions, the public SHAP functions (``attributions``,
-``piecewise``).
+Layer: public functions. Imports ``_model``, ``_scores``, ``_pipeline`` (the
+one Pipeline unwrapper), the ground floor and the public SHAP functions
+(``attributions``, ``piecewise``).
 """
 import warnings
 
 import numpy as np
+import scipy.sparse
+from sklearn.base import is_classifier, is_regressor
+from sklearn.utils import check_array
 
+from . import _pipeline
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._scores import R2Decomposition, check_target
 from ._validation import column_names, n_rows_features
+from .attributions import shap_values as tree_shap_values
+from .piecewise import piecewise_shap_values
 
 __all__ = ["shapflex_decomposition", "model_shap_values"]
 
@@ -117,24 +123,15 @@ def _parse_user_shap(result, n_rows, n_features):
     return values, None
 
 
-def _final_step(model):
-    from sklearn.pipeline import Pipeline
-
-    if isinstance(model, Pipeline):
-        return model.steps[-1][1], model[:-1]
-    return model, None
-
-
 def _is_linear_regressor(model):
-    from sklearn.base import is_regressor
-
-    final, _ = _final_step(model)
+    final = _pipeline.last_step(model)
     return (is_regressor(final) and hasattr(final, "coef_") and hasattr(final, "intercept_")
             and type(final).__module__.startswith("sklearn.linear_model"))
 
 
-def _feature_owners(preprocess, X, Z):
-    """The input feature each column of ``Z = preprocess.transform(X)`` depends on.
+def _feature_owners(model, X, Z):
+    """The input feature each column of ``Z``, the rows X through the steps of the
+    Pipeline ``model`` before its last, depends on.
 
     Each input column in turn is given the values of other rows (rows sorted
     by it, shifted by half); the output columns that change depend on it. A
@@ -157,7 +154,7 @@ def _feature_owners(preprocess, X, Z):
         else:
             shifted = X.copy()
             shifted[:, j] = column[source]
-        changed_z = _dense(preprocess.transform(shifted))
+        changed_z = _dense(_pipeline.transform(model, shifted))
         changed = ~((changed_z == Z) | (np.isnan(changed_z) & np.isnan(Z))).all(axis=0)
         shared = changed & (owners >= 0)
         if shared.any():
@@ -178,8 +175,6 @@ def _feature_owners(preprocess, X, Z):
 
 
 def _dense(Z):
-    import scipy.sparse
-
     if scipy.sparse.issparse(Z):
         Z = Z.toarray()
     return np.asarray(Z, dtype=np.float64)
@@ -187,9 +182,7 @@ def _dense(Z):
 
 def _linear_shap(model, X, n_features):
     """Exact SHAP values of a linear regressor, grouped by input feature."""
-    from sklearn.utils import check_array
-
-    final, preprocess = _final_step(model)
+    final = _pipeline.last_step(model)
     coef = np.asarray(final.coef_, dtype=np.float64)
     if coef.ndim == 2 and coef.shape[0] == 1:
         coef = coef[0]
@@ -198,13 +191,13 @@ def _linear_shap(model, X, n_features):
             f"{type(final).__name__} has {coef.shape[0]} outputs; shapFlex decomposes the "
             "R^2 of a single-output regressor."
         )
-    if preprocess is None:  # a sparse X: its absent entries are 0 for a linear model
+    if not _pipeline.has_transformers(model):  # a sparse X: absent entries are 0 here
         Z = check_array(_dense(X), dtype=np.float64)
         owners = np.arange(n_features)
     else:
-        Z = check_array(_dense(preprocess.transform(X)), dtype=np.float64,
+        Z = check_array(_dense(_pipeline.transform(model, X)), dtype=np.float64,
                         ensure_all_finite="allow-nan")
-        owners = _feature_owners(preprocess, X, Z)
+        owners = _feature_owners(model, X, Z)
     if Z.shape[1] != coef.shape[0]:
         raise ValueError(f"{type(final).__name__} has {coef.shape[0]} coefficients but "
                          f"receives {Z.shape[1]} columns.")
@@ -259,8 +252,6 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     >>> source, bool(np.allclose(phi.sum(axis=1) + phi_0, model.predict(X)))
     ('linear', True)
     """
-    from sklearn.base import is_classifier
-
     n_rows, n_features = n_rows_features(X)
     if is_classifier(model):
         raise UnsupportedModelError(
@@ -288,13 +279,9 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
                 "the R^2 of a single-output regressor."
             )
         if ensemble.has_linear_leaves:
-            from .piecewise import piecewise_shap_values
-
             values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
             source = "piecewise-linear tree"
         else:
-            from .attributions import shap_values as tree_shap_values
-
             values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
             source = "tree"
         return values[:, :-1], values[:, -1], source

@@ -388,18 +388,18 @@ def test_selector_converts_each_fitted_model_once_per_fit(monkeypatch):
     """Within one fit every fold model is read once; the memo is dropped after fit, so a
     model refitted in place is read again by a later decomposition."""
     from sklearn.datasets import make_friedman1
-    import sklearn_r2shap._model as model_package
     from sklearn_r2shap import ShapleyR2Importance
+    from sklearn_r2shap._estimators import _selector
 
     X, y = make_friedman1(n_samples=200, n_features=6, random_state=0)
     calls = []
-    convert = model_package.to_ensemble
+    convert = _selector.to_ensemble
 
     def counting(model):
         calls.append(id(model))
         return convert(model)
 
-    monkeypatch.setattr(model_package, "to_ensemble", counting)
+    monkeypatch.setattr(_selector, "to_ensemble", counting)  # where the selectors read models
     selector = ShapleyR2Importance(ensemble.GradientBoostingRegressor(n_estimators=5,
                                                                       random_state=0),
                                    threshold="fdr", cv=3).fit(X, y)

@@ -18,7 +18,7 @@ pd = pytest.importorskip("pandas")
 
 import sklearn_r2shap as sr  # noqa: E402
 from sklearn_r2shap._execution import dask as _dask  # noqa: E402
-from sklearn_r2shap.piecewise import PiecewiseLinearExplainer  # noqa: E402
+from sklearn_r2shap import PiecewiseLinearExplainer  # noqa: E402
 
 TOL = 1e-10
 # uneven row blocks, two of them empty

@@ -6,7 +6,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sklearn_r2shap import ShapleyR2Importance, TreeGradRanker
-from sklearn_r2shap._selector import is_classification_target
+from sklearn_r2shap._estimators._selector import is_classification_target
 
 
 @pytest.mark.parametrize("y, expected", [

@@ -399,7 +399,7 @@ def test_sparse_ranking_and_semivalues_by_blocks(small_blocks):
     np.testing.assert_allclose(curves.insertion[:, -1], model.predict(X), atol=1e-12)
     ranker = TreeGradRanker(model, prefit=True, n_iter=5).fit(X)
     reference_ranker = TreeGradRanker(model, prefit=True, n_iter=5).fit(dense)
-    np.testing.assert_allclose(ranker.scores_, reference_ranker.scores_, atol=1e-12)
+    np.testing.assert_allclose(ranker.row_scores_, reference_ranker.row_scores_, atol=1e-12)
     np.testing.assert_allclose(ranker.values(X), reference_ranker.values(dense), atol=1e-12)
     assert ranker.transform(X).shape[0] == 70
     assert max(small_blocks) <= 16

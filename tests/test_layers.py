@@ -14,6 +14,7 @@
   silent below it and with verbose=0.
 """
 import ast
+import fnmatch
 import io
 import pathlib
 import re
@@ -36,25 +37,28 @@ LAYERS = {
     "_model": 2,
     "_scores": 3, "_games": 3,
     "_execution": 4,
-    # public functions, and the estimators (which call them)
+    # the public functions and their helpers at the boundary
     "attributions": 5, "decomposition": 5, "piecewise": 5, "ranking": 5, "shapflex": 5,
-    "metrics": 5, "_selector": 5, "importance": 5, "interventional": 5,
-    "_stats": 5, "_held_out": 5, "rfecv": 5, "_groups": 5, "_pipeline": 5, "explanation": 5, "interactions": 5,
-    "": 6, "__main__": 6,  # the package root: the public names
+    "metrics": 5, "interventional": 5, "interactions": 5, "explanation": 5,
+    "_groups": 5, "_pipeline": 5, "_prepare": 5,
+    # the estimators (which call the public functions) and their helpers
+    "_estimators": 6,
+    "": 7, "__main__": 7,  # the package root: the public names
 }
 PUBLIC = 5
+ESTIMATORS = 6
 
 
-def _modules():
+def _modules(package=PACKAGE):
     mods = {}
-    for f in PACKAGE.rglob("*.py"):
-        parts = f.relative_to(PACKAGE.parent).with_suffix("").parts
+    for f in package.rglob("*.py"):
+        parts = f.relative_to(package.parent).with_suffix("").parts
         name = ".".join(parts)
         if name.endswith(".__init__"):
             name = name[: -len(".__init__")]
         mods[name] = f
-    for f in PACKAGE.rglob("*.pyx"):
-        mods[".".join(f.relative_to(PACKAGE.parent).with_suffix("").parts)] = f
+    for f in package.rglob("*.pyx"):
+        mods[".".join(f.relative_to(package.parent).with_suffix("").parts)] = f
     return mods
 
 
@@ -92,9 +96,9 @@ def _pyx_imports(mods, module, text):
     return out
 
 
-def import_graph():
+def import_graph(package=PACKAGE):
     """{module: set of package modules it imports}, as the hook counts them."""
-    mods = _modules()
+    mods = _modules(package)
     edges = {m: set() for m in mods}
     for module, f in mods.items():
         if f.suffix == ".py":
@@ -106,7 +110,7 @@ def import_graph():
         for target in targets:
             while target and target not in mods:
                 target = target.rpartition(".")[0]
-            if not target or target == module or not target.startswith("sklearn_r2shap"):
+            if not target or target == module or not target.startswith(package.name):
                 continue
             if module.startswith(target + "."):  # a package's __init__ from inside it
                 continue
@@ -181,12 +185,84 @@ def test_execution_and_below_import_no_public_module():
 def test_graph_sees_imports_inside_functions(tmp_path):
     """The checker counts an import inside a function (the cycles of issue #22 were
     there): a deliberate lazy upward import is found."""
+    package = tmp_path / "sklearn_r2shap"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""Layer: root."""\n')
+    (package / "_errors.py").write_text(
+        '"""Layer: ground floor."""\n\n\ndef helper():\n    from .attributions import f\n'
+        '    return f\n')
+    (package / "attributions.py").write_text('"""Layer: public functions."""\nfrom . import _errors\n')
+    edges = import_graph(package)
+    assert "sklearn_r2shap.attributions" in edges["sklearn_r2shap._errors"]  # inside a function
+    assert "sklearn_r2shap._errors" in edges["sklearn_r2shap.attributions"]
+    assert ["sklearn_r2shap._errors", "sklearn_r2shap.attributions"] in strongly_connected(edges)
+    assert "sklearn_r2shap._numerics" in import_graph()["sklearn_r2shap._kernels._qshap"]
+
+
+def test_functions_never_import_an_estimator():
+    """The estimators are a layer above the public functions: no function module
+    (nor anything below) imports one."""
     edges = import_graph()
-    # shapflex imports piecewise inside a function only
-    text = (PACKAGE / "shapflex.py").read_text()
-    assert "\n            from .piecewise import" in text
-    assert "sklearn_r2shap.piecewise" in edges["sklearn_r2shap.shapflex"]
-    assert "sklearn_r2shap._numerics" in edges["sklearn_r2shap._kernels._qshap"]
+    estimators = [m for m in edges if layer_of(m) == ESTIMATORS]
+    functions = [m for m in edges if layer_of(m) == PUBLIC]
+    assert "sklearn_r2shap._estimators.importance" in estimators
+    assert "sklearn_r2shap.attributions" in functions
+    bad = [(m, t) for m in edges if layer_of(m) < ESTIMATORS for t in edges[m]
+           if layer_of(t) >= ESTIMATORS]
+    assert bad == []
+
+
+#: The rows of the table in doc/contributing.rst, by layer.
+LAYER_ROWS = {0: "Ground floor", 1: "Kernels", 2: "Models", 3: "Games", 4: "Execution",
+              5: "Public functions", 6: "Estimators", 7: "Package root"}
+CONTRIBUTING = PACKAGE.parent / "doc" / "contributing.rst"
+
+
+def contributing_table(text):
+    """{row title: the ``literals`` of its "Modules" cell} of the layer table."""
+    table = text[text.index(".. list-table::"):]
+    table = table[: re.search(r"\n\n(?=\S)", table).start()]  # up to the next paragraph
+    rows = {}
+    for row in re.split(r"^   \* - ", table, flags=re.M)[2:]:  # after the header row
+        cells = re.split(r"^     - ", row, flags=re.M)
+        rows[cells[0].strip()] = set(re.findall(r"``([^`]+)``", cells[1]))
+    return rows
+
+
+def _documented(path, literals):
+    """Whether a module's path (relative to the package) is named by a literal:
+    itself, its folder (``_model/``), a glob (``_kernels/*.pyx``), or for a
+    subpackage's ``__init__.py`` any module of the subpackage."""
+    folder = path.rpartition("/")[0]
+    return any(path == lit or (lit.endswith("/") and path.startswith(lit))
+               or fnmatch.fnmatch(path, lit)
+               or (path.endswith("/__init__.py") and lit.startswith(folder + "/"))
+               for lit in literals)
+
+
+def test_contributing_table_lists_every_module_in_its_layer():
+    rows = contributing_table(CONTRIBUTING.read_text())
+    assert set(rows) == set(LAYER_ROWS.values())
+    missing, misplaced = [], []
+    for module, f in _modules().items():
+        path = f.relative_to(PACKAGE).as_posix()
+        places = [title for title, literals in rows.items() if _documented(path, literals)]
+        if not places:
+            missing.append(path)
+        elif LAYER_ROWS[layer_of(module)] not in places:
+            misplaced.append(f"{path} (in {places}, layer {LAYER_ROWS[layer_of(module)]!r})")
+    assert missing == [], "doc/contributing.rst's layer table misses " + ", ".join(missing)
+    assert misplaced == [], "in another row of doc/contributing.rst: " + ", ".join(misplaced)
+
+
+def test_contributing_table_check_finds_a_missing_module():
+    """The check above fails when a module is left out of the table."""
+    text = CONTRIBUTING.read_text().replace("``_estimators/_held_out.py``", "the shares")
+    rows = contributing_table(text)
+    assert not _documented("_estimators/_held_out.py", rows["Estimators"])
+    assert _documented("_estimators/_stats.py", rows["Estimators"])
+    assert _documented("_kernels/_qshap.pyx", rows["Kernels"])
+    assert _documented("_model/_xgboost.py", rows["Models"])
 
 
 def test_every_module_states_its_layer():

@@ -10,10 +10,10 @@ import pytest
 import reference
 
 import sklearn_r2shap as sr
+from sklearn_r2shap import PiecewiseLinearExplainer
 from sklearn_r2shap import piecewise
 from sklearn_r2shap._games import piecewise as piecewise_games
 from sklearn_r2shap.piecewise import (
-    PiecewiseLinearExplainer,
     piecewise_ensemble,
     piecewise_predict,
     piecewise_shap_values,

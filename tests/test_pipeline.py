@@ -173,8 +173,9 @@ def test_ranker_on_pipeline(cases):
         last, Xt = _last(pipeline, X)
         ranker = rs.TreeGradRanker(pipeline, prefit=True, n_iter=5).fit(X[:50])
         reference = rs.TreeGradRanker(last, prefit=True, n_iter=5).fit(Xt[:50])
-        np.testing.assert_allclose(ranker.scores_, reference.scores_, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(ranker.scores(X[:7]), reference.scores(Xt[:7]),
+        np.testing.assert_allclose(ranker.row_scores_, reference.row_scores_, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(ranker.row_scores(X[:7]), reference.row_scores(Xt[:7]),
                                    rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(ranker.values(X[:7], "banzhaf"),
                                    reference.values(Xt[:7], "banzhaf"), rtol=1e-12, atol=1e-12)
@@ -185,7 +186,7 @@ def test_ranker_on_pipeline(cases):
                                                        random_state=0))
     ranker = rs.TreeGradRanker(pipeline, n_iter=3).fit(X, labels)
     last, Xt = _last(ranker.estimator_, X)
-    np.testing.assert_allclose(ranker.scores_, treegrad_scores(last, Xt, n_iter=3),
+    np.testing.assert_allclose(ranker.row_scores_, treegrad_scores(last, Xt, n_iter=3),
                                rtol=1e-12, atol=1e-12)
 
 

@@ -17,6 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import reference
 from sklearn_r2shap import (
+    TreeGradRanker,
     UnsupportedModelError,
     banzhaf_values,
     beta_shapley_values,
@@ -25,7 +26,7 @@ from sklearn_r2shap import (
 )
 from sklearn_r2shap._model._ensemble import DECISION_LEQ, TreeArrays, TreeEnsemble
 from sklearn_r2shap.metrics import InsertionDeletion, insertion_deletion
-from sklearn_r2shap.ranking import TreeGradRanker, multilinear_gradient, treegrad_scores
+from sklearn_r2shap.ranking import multilinear_gradient, treegrad_scores
 
 # --------------------------------------------------------------------------
 # Brute force: the game on all 2^p coalitions, its multilinear extension, and
@@ -416,8 +417,8 @@ def test_identical_results_for_any_n_jobs(deep_tree, multiclass_forest):
         np.testing.assert_array_equal(c.deletion, d.deletion)
     ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=5, random_state=0), n_jobs=1)
     Xd, yd = deep_data(4)
-    np.testing.assert_array_equal(ranker.fit(Xd, yd).scores_,
-                                  ranker.set_params(n_jobs=2).fit(Xd, yd).scores_)
+    np.testing.assert_array_equal(ranker.fit(Xd, yd).row_scores_,
+                                  ranker.set_params(n_jobs=2).fit(Xd, yd).row_scores_)
 
 
 # --------------------------------------------------------------------------
@@ -517,8 +518,8 @@ def test_fit_scores_importances_and_selection(diabetes):
     X, y = diabetes
     ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=4, random_state=0)).fit(X, y)
     expected = treegrad_scores(ranker.estimator_, X)
-    np.testing.assert_array_equal(ranker.scores_, expected)
-    np.testing.assert_array_equal(ranker.scores(X), expected)
+    np.testing.assert_array_equal(ranker.row_scores_, expected)
+    np.testing.assert_array_equal(ranker.row_scores(X), expected)
     np.testing.assert_allclose(ranker.feature_importances_, np.abs(expected).mean(axis=0))
     np.testing.assert_allclose(ranker.mean_scores_, expected.mean(axis=0))
     assert ranker.threshold_ == pytest.approx(ranker.feature_importances_.mean())
@@ -547,7 +548,7 @@ def test_sample_weight_weights_the_rows(diabetes):
 def test_rank_sorts_scores_with_ties_by_index(diabetes):
     X, y = diabetes
     ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=2, random_state=0)).fit(X, y)
-    scores = ranker.scores(X.iloc[:30])
+    scores = ranker.row_scores(X.iloc[:30])
     order = ranker.rank(X.iloc[:30])
     assert order.shape == scores.shape
     for s, o in zip(scores, order):
@@ -582,12 +583,12 @@ def test_classifier_output_selection(binary_booster, multiclass_forest):
     forest, X = multiclass_forest
     predicted = np.searchsorted(forest.classes_, forest.predict(X))
     default = TreeGradRanker(forest, prefit=True).fit(X)
-    np.testing.assert_array_equal(default.scores_, treegrad_scores(forest, X, output=predicted))
-    probability = TreeGradRanker(forest, prefit=True, output="probability").fit(X)
-    np.testing.assert_array_equal(probability.scores_, default.scores_)
+    np.testing.assert_array_equal(default.row_scores_, treegrad_scores(forest, X, output=predicted))
+    probability = TreeGradRanker(forest, prefit=True, model_output="probability").fit(X)
+    np.testing.assert_array_equal(probability.row_scores_, default.row_scores_)
     second = TreeGradRanker(forest, prefit=True, class_index=2).fit(X)
-    np.testing.assert_array_equal(second.scores_, treegrad_scores(forest, X, output=2))
-    assert not np.allclose(second.scores_, default.scores_)
+    np.testing.assert_array_equal(second.row_scores_, treegrad_scores(forest, X, output=2))
+    assert not np.allclose(second.row_scores_, default.row_scores_)
     # the explained output of class 2 is its probability
     curves = insertion_deletion(forest, X[:5], second.rank(X[:5]), output=2)
     np.testing.assert_allclose(curves.insertion[:, -1], forest.predict_proba(X[:5])[:, 2])
@@ -595,16 +596,17 @@ def test_classifier_output_selection(binary_booster, multiclass_forest):
     booster, Xb = binary_booster
     margin_one = TreeGradRanker(booster, prefit=True, class_index=1).fit(Xb)
     margin_zero = TreeGradRanker(booster, prefit=True, class_index=0).fit(Xb)
-    np.testing.assert_array_equal(margin_zero.scores_, -margin_one.scores_)
+    np.testing.assert_array_equal(margin_zero.row_scores_, -margin_one.row_scores_)
     default = TreeGradRanker(booster, prefit=True).fit(Xb)
     class_one = booster.predict(Xb) == 1
     assert 0 < class_one.sum() < len(Xb)
-    np.testing.assert_array_equal(default.scores_[class_one], margin_one.scores_[class_one])
-    np.testing.assert_array_equal(default.scores_[~class_one], margin_zero.scores_[~class_one])
+    np.testing.assert_array_equal(default.row_scores_[class_one], margin_one.row_scores_[class_one])
+    np.testing.assert_array_equal(default.row_scores_[~class_one],
+                                  margin_zero.row_scores_[~class_one])
     with pytest.raises(UnsupportedModelError, match="probabilit"):
-        TreeGradRanker(booster, prefit=True, output="probability").fit(Xb)
-    raw = TreeGradRanker(booster, prefit=True, output="raw").fit(Xb)
-    np.testing.assert_array_equal(raw.scores_, default.scores_)
+        TreeGradRanker(booster, prefit=True, model_output="probability").fit(Xb)
+    raw = TreeGradRanker(booster, prefit=True, model_output="raw").fit(Xb)
+    np.testing.assert_array_equal(raw.row_scores_, default.row_scores_)
 
 
 def test_multiclass_boosting_explains_margins():
@@ -614,7 +616,7 @@ def test_multiclass_boosting_explains_margins():
     ranker = TreeGradRanker(booster, prefit=True, class_index=1).fit(X)
     ens = to_ensemble(booster)
     table = game_table(ens, X[0], output=1)
-    np.testing.assert_allclose(ranker.scores_[0], python_ranker(table, 4, 100, 5.0, True),
+    np.testing.assert_allclose(ranker.row_scores_[0], python_ranker(table, 4, 100, 5.0, True),
                                rtol=1e-9, atol=1e-12)
     assert table[-1] == pytest.approx(booster.decision_function(X[:1])[0, 1])
 
@@ -628,7 +630,7 @@ def test_prefit_frozen_and_unfitted(diabetes):
     for ranker in (TreeGradRanker(model, prefit=True), TreeGradRanker(FrozenEstimator(model))):
         ranker.fit(X[300:])  # no y needed
         assert ranker.estimator_ is model
-        np.testing.assert_array_equal(ranker.scores_, expected)
+        np.testing.assert_array_equal(ranker.row_scores_, expected)
     with pytest.raises(Exception, match="not fitted"):
         TreeGradRanker(DecisionTreeRegressor(), prefit=True).fit(X, y)
     with pytest.raises(ValueError, match="requires y"):
@@ -662,7 +664,7 @@ def test_verbose_shows_progress_and_changes_nothing(capsys):
     loud = TreeGradRanker(model, prefit=True, n_iter=5, verbose=1).fit(X)
     captured = capsys.readouterr()
     assert "TreeGrad-Ranker" in captured.out + captured.err
-    np.testing.assert_array_equal(quiet.scores_, loud.scores_)
+    np.testing.assert_array_equal(quiet.row_scores_, loud.row_scores_)
 
 
 @pytest.mark.parametrize("params, match", [
@@ -671,7 +673,7 @@ def test_verbose_shows_progress_and_changes_nothing(capsys):
     (dict(step_size=-1.0), "step_size"),
     (dict(step_size=np.inf), "step_size"),
     (dict(optimizer="sgd"), "optimizer"),
-    (dict(output="logit"), "output"),
+    (dict(model_output="logit"), "model_output"),
     (dict(class_index=-1), "class_index"),
     (dict(class_index=1.5), "class_index"),
     (dict(prefit="yes"), "prefit"),
@@ -687,7 +689,7 @@ def test_bad_outputs_for_the_model(diabetes, multiclass_forest):
     with pytest.raises(ValueError, match="single output"):
         TreeGradRanker(class_index=1).fit(X, y)
     with pytest.raises(UnsupportedModelError, match="probabilit"):
-        TreeGradRanker(output="probability").fit(X, y)
+        TreeGradRanker(model_output="probability").fit(X, y)
     forest, Xf = multiclass_forest
     with pytest.raises(ValueError, match="class_index=3 is out of range.*3 classes"):
         TreeGradRanker(forest, prefit=True, class_index=3).fit(Xf)
@@ -723,6 +725,6 @@ def test_pandas_rows_and_classifier_from_labels():
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     labels = np.array(["no", "yes"])[y]
     ranker = TreeGradRanker(DecisionTreeClassifier(max_depth=4, random_state=0)).fit(frame, labels)
-    np.testing.assert_array_equal(ranker.scores(frame), treegrad_scores(ranker.estimator_, X))
+    np.testing.assert_array_equal(ranker.row_scores(frame), treegrad_scores(ranker.estimator_, X))
     with pytest.raises(ValueError, match="feature names"):
-        ranker.scores(frame.rename(columns={"a": "z"}))
+        ranker.row_scores(frame.rename(columns={"a": "z"}))

@@ -17,7 +17,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_r2shap import ShapleyR2Importance, ShapleyR2RFECV, r2_decomposition
-from sklearn_r2shap._stats import adjusted_pvalues, choose_n_features, rejected
+from sklearn_r2shap._estimators._stats import adjusted_pvalues, choose_n_features, rejected
 
 
 # --------------------------------------------------------------------------

@@ -225,7 +225,7 @@ def _factorial_design(n_features, repeats=3):
 
 
 def test_tie_rule_on_scores_a_few_ulps_apart():
-    from sklearn_r2shap._selector import selected_by_threshold
+    from sklearn_r2shap._estimators._selector import selected_by_threshold
 
     rng = np.random.default_rng(0)
     for scale in (1e-12, 1.0, 1e9):
@@ -274,3 +274,31 @@ def test_interpolating_model_keeps_all_its_equal_shares():
         selector = ShapleyR2Importance(LinearRegression(), method="shapflex").fit(
             X[:, order] * 10.0 ** shuffler.uniform(-3, 3), y)
         assert selector.get_support().all()
+
+
+# --------------------------------------------------------------------------
+# verbose: one meaning for every estimator (doc/glossary.rst)
+def _verbose_estimators():
+    import sklearn_r2shap as sr
+
+    tree = DecisionTreeRegressor(max_depth=3, random_state=0)
+    return [sr.ShapleyR2Importance(tree, cv=KFold(2)), sr.ShapleyR2RFECV(tree, cv=2, step=4),
+            sr.TreeGradRanker(tree, n_iter=2), sr.PiecewiseLinearExplainer(tree)]
+
+
+@pytest.mark.parametrize("estimator", _verbose_estimators(), ids=lambda e: type(e).__name__)
+def test_verbose_means_the_same_for_every_estimator(estimator, capsys):
+    X, y = load_diabetes(return_X_y=True)
+    assert estimator.get_params()["verbose"] == "auto"
+    estimator.fit(X, y)  # short work: "auto" shows nothing
+    assert capsys.readouterr() == ("", "")
+    estimator.set_params(verbose=0).fit(X, y)
+    assert capsys.readouterr() == ("", "")
+    estimator.set_params(verbose=2).fit(X, y)  # a progress bar and one line per step
+    captured = capsys.readouterr()
+    steps = [line for line in captured.out.splitlines()
+             if line.startswith(f"[{type(estimator).__name__}] ")]
+    assert len(steps) >= 2, captured.out
+    for verbose in ("sometimes", 1.5):
+        with pytest.raises(ValueError, match="verbose"):
+            estimator.set_params(verbose=verbose).fit(X, y)

@@ -74,7 +74,8 @@ def test_main_command_without_pandas_explains_and_ranks():
     out = run_bare("import runpy\nrunpy.run_module('sklearn_r2shap', run_name='__main__')",
                    "--n-estimators", "30", "--folds", "3")
     for phrase in ("std.err: standard error of the share over the rows",
-                   "std.err: standard deviation of the 3 fold values / sqrt(3)",
+                   "std.err: standard deviation over the 442 held-out rows of each row's term",
+                   "/ sqrt(442)",
                    "A negative share means", "held-out", "% of R2: share / score",
                    "learning_rate=0.05"):
         assert phrase in out, phrase

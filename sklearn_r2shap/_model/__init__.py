@@ -1,7 +1,7 @@
 """One representation of a trained tree ensemble, one adapter per library.
 
-:func:`to_ensemble` dispatches on the module the model's class comes from, so
-that XGBoost, LightGBM and CatBoost are imported only when such a model is
+:func:`to_ensemble` dispatches on the module the model's class comes from;
+the adapters import XGBoost, LightGBM and CatBoost only when such a model is
 given.
 
 Layer: models. Imports only the ground floor (``_errors``, ``_validation``,
@@ -12,8 +12,13 @@ import sys
 from .._errors import UnsupportedModelError
 from .._min_dependencies import check_library_version
 from ._ensemble import TreeArrays, TreeEnsemble
+from . import _catboost, _lightgbm, _sklearn, _xgboost
 
 __all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError"]
+
+#: The adapter of each library, by the top-level module of the model's class.
+_ADAPTERS = {"sklearn": _sklearn, "xgboost": _xgboost, "lightgbm": _lightgbm,
+             "catboost": _catboost}
 
 
 def is_tree_model(model):
@@ -25,9 +30,7 @@ def is_tree_model(model):
     if module in ("xgboost", "lightgbm", "catboost"):
         return True
     if module == "sklearn":
-        from ._sklearn import is_tree_model as is_sklearn_tree_model
-
-        return is_sklearn_tree_model(model)
+        return _sklearn.is_tree_model(model)
     return False
 
 
@@ -73,15 +76,8 @@ def to_ensemble(model, *, missing=None):
                              "XGBoost model itself, not a TreeEnsemble.")
         return model
     module = type(model).__module__.split(".")[0]
-    if module == "sklearn":
-        from . import _sklearn as adapter
-    elif module == "xgboost":
-        from . import _xgboost as adapter
-    elif module == "lightgbm":
-        from . import _lightgbm as adapter
-    elif module == "catboost":
-        from . import _catboost as adapter
-    else:
+    adapter = _ADAPTERS.get(module)
+    if adapter is None:
         raise UnsupportedModelError(
             f"{type(model).__name__} is not a supported tree model: expected a fitted "
             "scikit-learn tree, forest or gradient boosting model, or an XGBoost, "

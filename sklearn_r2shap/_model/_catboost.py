@@ -39,7 +39,7 @@ import tempfile
 
 import numpy as np
 
-from .._errors import UnsupportedModelError
+from .._errors import UnsupportedModelError, import_optional
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
 
 # Candidate integer codes searched for one-hot categories; other categories
@@ -202,15 +202,14 @@ def _iter_splits(tree, oblivious):
 def _category_hashes(model, n_features, cat_columns, strings):
     """``{string: hash}``: CatBoost's 32-bit hashes of category strings, read
     from the model's JSON export with a pool holding them."""
-    from catboost import Pool
-
+    catboost = import_optional("catboost", "Reading a CatBoost model")
     strings = list(strings)
     if not strings or not cat_columns:
         return {}
     data = np.full((len(strings), n_features), 0.0, dtype=object)
     for column in cat_columns:
         data[:, column] = np.asarray(strings, dtype=object)
-    spec = _export_json(model, Pool(data, cat_features=list(cat_columns)))
+    spec = _export_json(model, catboost.Pool(data, cat_features=list(cat_columns)))
     return {entry["value"]: int(entry["hash"]) & 0xFFFFFFFF
             for entry in spec["features_info"].get("cat_features_hash", [])}
 
@@ -269,8 +268,7 @@ class _HashEncoder:
         self.hashes = dict(hashes)
 
     def __call__(self, X):
-        import pandas as pd
-
+        pd = import_optional("pandas", "A CatBoost model with category features")
         frame = X if hasattr(X, "iloc") and hasattr(X, "columns") else pd.DataFrame(
             np.asarray(X, dtype=object))
         if frame.ndim != 2 or frame.shape[1] != self.n_features:

@@ -24,6 +24,9 @@ from typing import List, Optional
 
 import numpy as np
 
+from .._kernels import _predict
+from .._validation import check_rows, resolve_n_jobs
+
 # Decision types of an internal node (``decision_type``). NaN always goes to
 # ``default_child``; a category in the node's set goes to ``children_left``.
 DECISION_LEQ = 0  # x <= threshold goes left (scikit-learn, LightGBM, CatBoost)
@@ -347,11 +350,6 @@ class TreeEnsemble:
         >>> to_ensemble(tree).with_data_covers(X, weights).cover.tolist()
         [10.0, 6.0, 4.0]
         """
-        import dataclasses
-
-        from .._kernels import _predict
-        from .._validation import check_rows, resolve_n_jobs
-
         X = check_rows(self, X)
         n_rows = X.shape[0]
         if sample_weight is None:
@@ -374,7 +372,7 @@ class TreeEnsemble:
             nodes = np.flatnonzero(depth == level)
             np.add.at(cover, self.parent[nodes], cover[nodes])
         info = dict(self.info, covers="data")
-        return dataclasses.replace(self, cover=cover, cover_ratio=_cover_ratio(cover, self.parent),
+        return replace(self, cover=cover, cover_ratio=_cover_ratio(cover, self.parent),
                                    info=info)
 
     def with_players(self, player_of_column):

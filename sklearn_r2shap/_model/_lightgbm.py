@@ -37,7 +37,7 @@ Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import numpy as np
 
-from .._errors import UnsupportedModelError
+from .._errors import UnsupportedModelError, import_optional
 from ._ensemble import (
     DECISION_CATEGORICAL,
     DECISION_LEQ,
@@ -75,8 +75,7 @@ def convert(model):
         If ``model`` is not a LightGBM model, or a tree has a split the
         ensemble cannot represent.
     """
-    import lightgbm
-
+    lightgbm = import_optional("lightgbm", "Reading a LightGBM model")
     model_type = type(model).__name__
     if isinstance(model, lightgbm.LGBMModel):
         booster = model.booster_  # raises LightGBM's NotFittedError if unfitted

@@ -23,6 +23,22 @@ category values here.
 Layer: models (imports ``_errors`` and ``_ensemble``).
 """
 import numpy as np
+from sklearn.base import is_classifier
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    IsolationForest,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted
 
 from .._errors import UnsupportedModelError
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
@@ -30,18 +46,14 @@ from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsem
 
 def _model_kinds():
     """(classes, converter) pairs; ExtraTree* subclass DecisionTree*."""
-    from sklearn import ensemble, tree
-
     return (
-        ((ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier),
+        ((HistGradientBoostingRegressor, HistGradientBoostingClassifier),
          _convert_hist_gradient_boosting),
-        ((ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier),
-         _convert_gradient_boosting),
-        ((ensemble.RandomForestRegressor, ensemble.RandomForestClassifier,
-          ensemble.ExtraTreesRegressor, ensemble.ExtraTreesClassifier,
-          tree.DecisionTreeRegressor, tree.DecisionTreeClassifier),
+        ((GradientBoostingRegressor, GradientBoostingClassifier), _convert_gradient_boosting),
+        ((RandomForestRegressor, RandomForestClassifier, ExtraTreesRegressor,
+          ExtraTreesClassifier, DecisionTreeRegressor, DecisionTreeClassifier),
          _convert_forest),
-        ((ensemble.IsolationForest,), _convert_isolation_forest),
+        ((IsolationForest,), _convert_isolation_forest),
     )
 
 
@@ -77,8 +89,6 @@ def convert(model):
     sklearn.exceptions.NotFittedError
         If the model is not fitted.
     """
-    from sklearn.utils.validation import check_is_fitted
-
     for classes, adapter in _model_kinds():
         if isinstance(model, classes):
             check_is_fitted(model)
@@ -92,8 +102,6 @@ def convert(model):
 
 def _allow_nan(estimator):
     """Whether ``estimator.predict`` accepts NaN (its own input tag)."""
-    from sklearn.utils import get_tags
-
     return bool(get_tags(estimator).input_tags.allow_nan)
 
 
@@ -128,8 +136,6 @@ def _classifier_leaf_values(estimator):
 
 def _convert_forest(model):
     """A single tree (weight 1) or an averaging forest (weight 1/T)."""
-    from sklearn.base import is_classifier
-
     name = type(model).__name__
     estimators = list(getattr(model, "estimators_", [model]))
     averaging = hasattr(model, "estimators_")
@@ -176,8 +182,6 @@ def _convert_forest(model):
 
 def _convert_gradient_boosting(model):
     """GradientBoosting: constant init plus learning_rate times each stage's trees."""
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-
     name = type(model).__name__
     init = model.init_
     constant = (

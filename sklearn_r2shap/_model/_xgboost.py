@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from .._errors import UnsupportedModelError
+from .._errors import UnsupportedModelError, import_optional
 from ._ensemble import DECISION_CATEGORICAL, DECISION_LT, TreeArrays, TreeEnsemble
 
 # How XGBoost maps the stored ``base_score`` to the margin space of an
@@ -63,8 +63,7 @@ def convert(model, missing=None):
         For ``gblinear``, vector-leaf trees (``multi_strategy="multi_output_tree"``)
         and objectives whose base-score link is unknown.
     """
-    import xgboost
-
+    xgboost = import_optional("xgboost", "Reading an XGBoost model")
     model_type = type(model).__name__
     # An absent entry of a sparse matrix is missing in a DMatrix.
     info = {"allow_nan": True, "sparse_absent": "missing"}

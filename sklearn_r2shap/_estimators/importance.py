@@ -9,20 +9,27 @@ cross-fitting, thresholds and attributes.
 Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
+import time
 
 import numpy as np
+from sklearn.base import is_classifier
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_array
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from . import _groups, _held_out, _pipeline, _stats
-from ._errors import UnsupportedModelError
-from ._execution import dask as _dask
-from ._execution.cost import DEFAULT_EXACT_BUDGET
-from ._scores import R2Decomposition, loss_of
+from .. import _groups, _pipeline
+from .._errors import UnsupportedModelError
+from .._execution import dask as _dask
+from .._execution.cost import DEFAULT_EXACT_BUDGET
+from .._scores import loss_of
+from .._validation import n_rows_features
+from ..decomposition import r2_decomposition
+from ..shapflex import shapflex_decomposition
+from . import _held_out, _stats
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
-from ._validation import n_rows_features
-from .decomposition import r2_decomposition
 
-__all__ = ["r2_decomposition", "R2Decomposition", "ShapleyR2Importance"]
+__all__ = ["ShapleyR2Importance"]
 
 
 class ShapleyR2Importance(BaseTreeSelector):
@@ -99,9 +106,10 @@ class ShapleyR2Importance(BaseTreeSelector):
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : "auto" or int, default="auto"
-        Progress with the estimated time left: "auto" shows it when the
-        decomposition is estimated to take more than about 10 seconds, 0
-        never, 1 always (see :func:`r2_decomposition`).
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (each fold of ``cv``; the progress is that of
+        :func:`r2_decomposition`).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         Q-SHAP only: exact values, or the unbiased sampled estimate for
         models too large for exact values; "auto" chooses by the estimated
@@ -240,8 +248,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.groups = groups
 
     def _default_estimator(self, y=None):
-        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-
         if is_classification_target(y):
             return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
@@ -274,8 +280,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         return self._converting_once(lambda: self._fit(X, y, sample_weight, **fit_params))
 
     def _fit(self, X, y, sample_weight, **fit_params):
-        from sklearn.utils import check_array
-
         self._check_params()
         if self.method not in ("auto", "qshap", "shapflex"):
             raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
@@ -366,20 +370,17 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "which a prefit model on dask data does not do.")
 
     def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv):
-        from sklearn.model_selection import check_cv
-        from sklearn.utils import _safe_indexing
-
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
-        from sklearn.base import is_classifier
 
         estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         # stratified folds for classifiers, as cross_val_score uses
         cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
         scores, results, tests = set(), [], []
-        for train, test in cv.split(X, y):
+        for fold, (train, test) in enumerate(cv.split(X, y)):
+            since = time.perf_counter()
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
             model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
@@ -396,6 +397,8 @@ class ShapleyR2Importance(BaseTreeSelector):
             methods.add(result.method)
             scores.add(result.score_name)
             algorithms.add(result.algorithm)
+            self._step_line(f"fold {fold + 1}: fitted on {len(train)} rows, decomposed on "
+                            f"{len(test)} held-out rows", since)
         self.cv_shares_ = np.asarray(importances)
         self.feature_importances_ = self.cv_shares_.mean(axis=0)
         n_folds = len(importances)
@@ -420,7 +423,6 @@ class ShapleyR2Importance(BaseTreeSelector):
         """(method, TreeEnsemble or None) for a fitted model."""
         if self.method == "shapflex":
             return "shapflex", None
-        from sklearn.base import is_classifier
 
         try:
             ensemble = self._tree_ensemble(model)
@@ -473,8 +475,6 @@ class ShapleyR2Importance(BaseTreeSelector):
                              "cannot decompose) does not accept dask collections; use a tree "
                              "model with Q-SHAP, or X.compute() of a sample.")
         else:
-            from .shapflex import shapflex_decomposition
-
             result = shapflex_decomposition(model, X, y, shap_values=self.shap_values,
                                             sample_weight=sample_weight, n_jobs=self.n_jobs)
         if names is not None:

@@ -11,16 +11,31 @@ Layer: estimators. Imports the public functions, ``_selector``, ``_stats`` and t
 layers below; never imported by a public function.
 """
 import numbers
+import time
+from copy import deepcopy
 
 import numpy as np
-from sklearn.utils import _safe_indexing
+from sklearn.base import is_classifier
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.metrics import (
+    check_scoring,
+    d2_brier_score,
+    d2_log_loss_score,
+    d2_tweedie_score,
+    r2_score,
+)
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_array, get_tags
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _groups
-from ._execution.cost import DEFAULT_EXACT_BUDGET
+from .. import _groups
+from .._errors import import_optional
+from .._execution.cost import DEFAULT_EXACT_BUDGET
+from .._execution.local import check_verbose
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
+from .importance import ShapleyR2Importance
 
 __all__ = ["ShapleyR2RFECV"]
 
@@ -127,8 +142,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores). Folds run
         one after the other.
-    verbose : int, default=0
-        Print one line per fitted step.
+    verbose : "auto" or int, default="auto"
+        As everywhere in the package: "auto" shows a progress bar when the
+        cost estimate says the work is long, 0 nothing, 1 a progress bar
+        always, 2 also one line per step (each fitted step and fold; the progress is that
+        of each step's :class:`ShapleyR2Importance`).
     algorithm : {"auto", "exact", "sampled"}, default="auto"
         The decomposition's algorithm (see :func:`r2_decomposition`).
     exact_budget : float, default=120.0
@@ -226,7 +244,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
 
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
                  scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
-                 verbose=0, algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
+                 verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
                  random_state=None, groups=None):
         self.estimator = estimator
         self.step = step
@@ -243,13 +261,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.groups = groups
 
     def _default_estimator(self):
-        from sklearn.ensemble import HistGradientBoostingRegressor
-
         return HistGradientBoostingRegressor(random_state=0)
 
     def _check_params(self):
-        if self.verbose is not None and not isinstance(self.verbose, numbers.Integral):
-            raise ValueError(f"verbose must be an integer, got {self.verbose!r}.")
+        check_verbose(self.verbose)
         if self.selection_rule not in ("one_se", "best"):
             raise ValueError("selection_rule must be 'one_se' or 'best', got "
                              f"{self.selection_rule!r}.")
@@ -270,12 +285,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
 
     def _importance(self, groups=None):
         """The decomposition of one step: ShapleyR2Importance fits and ranks."""
-        from .importance import ShapleyR2Importance
-
         return ShapleyR2Importance(
             self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
-            n_jobs=self.n_jobs, algorithm=self.algorithm, exact_budget=self.exact_budget,
-            random_state=self.random_state, groups=groups)
+            n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
+            exact_budget=self.exact_budget, random_state=self.random_state, groups=groups)
 
     def _resolve_groups(self):
         """The units eliminated: None (the features), or with ``groups`` the input
@@ -313,38 +326,35 @@ class ShapleyR2RFECV(BaseTreeSelector):
             position[columns] = np.arange(len(columns))
             groups = {self._group_names[u]: position[self._members[u]].tolist()
                       for u in features}
-        if self.verbose:
-            what = (f"{len(features)} features" if groups is None
-                    else f"{len(features)} groups ({len(columns)} columns)")
-            print(f"{type(self).__name__}: fitting on {what}.")
-        return self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
+        since = time.perf_counter()
+        step = self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
+        self._step_line("fitted on " + (f"{len(features)} features" if groups is None else
+                                        f"{len(features)} groups ({len(columns)} columns)"),
+                        since)
+        return step
 
     def _score(self, step, X, y, weight, features):
         """The score of a fitted step on held-out rows."""
         X = _safe_indexing(X, self._columns(features), axis=1)
         model = step.estimator_
         if self.scoring is not None:
-            from sklearn.metrics import check_scoring
-
             return float(check_scoring(model, self.scoring)(model, X, y))
         # the R^2 / D^2 the held-out decomposition would give (its shares plus the
         # unattributed part), from the predictions alone; scikit-learn's convention
         # (0, or 1 for a perfect fit) when the held-out y is constant
-        from sklearn import metrics
-
         if step.score_name_ == "r2":
-            return float(metrics.r2_score(y, model.predict(X), sample_weight=weight))
+            return float(r2_score(y, model.predict(X), sample_weight=weight))
         if step.score_name_ == "d2_tweedie":
-            return float(metrics.d2_tweedie_score(y, model.predict(X), sample_weight=weight,
+            return float(d2_tweedie_score(y, model.predict(X), sample_weight=weight,
                                                   power=step.decomposition_.power))
         proba = model.predict_proba(X)
         if step.score_name_ == "d2_brier":
             if proba.shape[1] == 2:
-                return float(metrics.d2_brier_score(y, proba[:, 1], sample_weight=weight,
+                return float(d2_brier_score(y, proba[:, 1], sample_weight=weight,
                                                     pos_label=model.classes_[1]))
-            return float(metrics.d2_brier_score(y, proba, sample_weight=weight,
+            return float(d2_brier_score(y, proba, sample_weight=weight,
                                                 labels=model.classes_))
-        return float(metrics.d2_log_loss_score(y, proba, sample_weight=weight,
+        return float(d2_log_loss_score(y, proba, sample_weight=weight,
                                                labels=model.classes_))
 
     def _n_removed(self, n_remaining):
@@ -393,10 +403,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
         -------
         self : ShapleyR2RFECV
         """
-        from sklearn.base import is_classifier
-        from sklearn.model_selection import check_cv
-        from sklearn.utils import check_array
-
         self._check_params()
         if y is None:
             raise ValueError(
@@ -422,11 +428,14 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return None if data is None else _safe_indexing(data, index)
 
         folds = []
-        for train, test in cv.split(X, y):
+        for fold, (train, test) in enumerate(cv.split(X, y)):
+            since = time.perf_counter()
             train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
             held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
             path, _, last = self._eliminate(*train_rows, stop, held_out)
             folds.append((path, path.order(last), train_rows, held_out))
+            self._step_line(f"fold {fold + 1}: eliminated on {len(train)} rows, scored on "
+                            f"{len(test)} held-out rows", since)
         counts = np.unique(np.concatenate([path.counts for path, *_ in folds]))
         scores = np.empty((len(counts), len(folds)))
         supports = np.zeros((len(folds), len(counts), n_features), dtype=bool)
@@ -512,8 +521,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         matplotlib Axes
         """
         check_is_fitted(self, "cv_results_")
-        import matplotlib.pyplot as plt
-
+        plt = import_optional("matplotlib.pyplot", "Plotting")
         if ax is None:
             ax = plt.figure().gca()
         results = self.cv_results_
@@ -543,10 +551,6 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return ax
 
     def __sklearn_tags__(self):
-        from copy import deepcopy
-
-        from sklearn.utils import get_tags
-
         tags = super().__sklearn_tags__()
         # a selector first (its estimator_type stays a transformer's), whose
         # predict_proba answers as its classifier's does

@@ -78,7 +78,7 @@ def rejected(pvalues, method, alpha):
     """Mask of the features whose H0 is rejected at level ``alpha`` by ``method``.
 
     Adjusted p-values within a relative 1e-9 of ``alpha`` count as at it
-    (:func:`~sklearn_r2shap._selector.selected_by_threshold`), so features
+    (:func:`~sklearn_r2shap._estimators._selector.selected_by_threshold`), so features
     with equal shares and standard errors are kept or dropped together.
     """
     adjusted = adjusted_pvalues(pvalues, method)

@@ -8,15 +8,23 @@ width bookkeeping, the threshold and ``max_features`` rules of
 ``get_support``, ``get_feature_names_out``, ``inverse_transform`` and
 ``set_output`` from :class:`~sklearn.feature_selection.SelectorMixin`.
 
-Layer: estimators (the base of the selectors); imports ``_model`` and below.
+Layer: estimators (the base of the selectors); imports ``_pipeline``, ``_model``,
+``_execution`` and below.
 """
 import numbers
+import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import type_of_target
+
+from .._execution.local import check_verbose
+from .._model import is_tree_model, to_ensemble
+from .._pipeline import ends_in_tree_model, has_transformers, is_pipeline, transform, unwrap
 
 __all__ = ["BaseTreeSelector"]
 
@@ -60,7 +68,6 @@ def is_classification_target(y):
     """
     if y is None:
         return False
-    from sklearn.utils.multiclass import type_of_target
 
     kind = type_of_target(y, input_name="y")
     dtype = getattr(y, "dtype", None)
@@ -117,9 +124,16 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def _check_params(self):
         if not isinstance(self.prefit, (bool, np.bool_)):
             raise ValueError(f"prefit must be True or False, got {self.prefit!r}.")
-        if (self.verbose is not None and not isinstance(self.verbose, numbers.Integral)
-                and not (isinstance(self.verbose, str) and self.verbose == "auto")):
-            raise ValueError(f"verbose must be 'auto' or an integer, got {self.verbose!r}.")
+        check_verbose(self.verbose)
+
+    def _step_line(self, message, since=None):
+        """With ``verbose >= 2``, one line per step (an RFECV step, a CV fold, a
+        stage of ``fit``), with the seconds since ``since`` (a ``perf_counter``)."""
+        verbose = check_verbose(self.verbose)
+        if isinstance(verbose, str) or verbose < 2:
+            return
+        took = "" if since is None else f" ({time.perf_counter() - since:.2f} s)"
+        print(f"[{type(self).__name__}] {message}{took}", flush=True)
 
     def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
         """Set ``estimator_``: the given fitted model, or a fitted clone."""
@@ -131,10 +145,8 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return model
         estimator = clone(estimator)
         if sample_weight is not None:
-            from sklearn.pipeline import Pipeline
-
             # a Pipeline takes the weights of its final step as <step>__sample_weight
-            key = (f"{estimator.steps[-1][0]}__sample_weight" if isinstance(estimator, Pipeline)
+            key = (f"{estimator.steps[-1][0]}__sample_weight" if is_pipeline(estimator)
                    else "sample_weight")
             fit_params = dict(fit_params, **{key: sample_weight})
         fitted = estimator.fit(X, **fit_params) if y is None else estimator.fit(X, y, **fit_params)
@@ -154,8 +166,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self._data_covers = None
         if sample_weight is None:
             return
-        from ._model import is_tree_model, to_ensemble
-        from ._pipeline import ends_in_tree_model, unwrap
 
         if ends_in_tree_model(model):  # the covers of the last step on its own rows
             model, X, _ = unwrap(model, X)
@@ -169,8 +179,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _tree_ensemble(self, model):
         """The TreeEnsemble to explain ``model`` with (see ``_record_data_covers``)."""
-        from ._model import to_ensemble
-
         recorded = getattr(self, "_data_covers", None)
         if recorded is not None and recorded[0] is model:
             return recorded[1]
@@ -200,8 +208,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         last step, X through the steps before it and their output names
         (``_pipeline.unwrap``); otherwise the arguments and None. Records the
         features the importances refer to (``explained_feature_names_``)."""
-        from ._pipeline import has_transformers, unwrap
-
         model_out, X_out, names = unwrap(model, X)
         self._transformed_features = has_transformers(model)
         self._explained_names = names
@@ -209,8 +215,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _explained_rows(self, X):
         """Rows as the explained model sees them (through a Pipeline's steps)."""
-        from ._pipeline import has_transformers, transform
-
         return transform(self.estimator_, X) if has_transformers(self.estimator_) else X
 
     def _record_explained_features(self):
@@ -298,8 +302,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _estimator_accepts_sparse(self):
         """Whether the (default) estimator fits on scipy.sparse X, by its tags."""
-        from sklearn.utils import get_tags
-
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         try:
             return bool(get_tags(_unfrozen(estimator)[0]).input_tags.sparse)
@@ -307,8 +309,6 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             return False
 
     def __sklearn_tags__(self):
-        from sklearn.utils import get_tags
-
         tags = super().__sklearn_tags__()
         # the tree kernels route NaN; other models accept it if they say so
         tags.input_tags.allow_nan = True

@@ -11,20 +11,19 @@ weight).
 Layer: estimators (cross-fitted shares of the selectors). Imports ``_stats`` and
 ``_execution.dask``; never a public function module.
 """
+import numbers
 from dataclasses import replace
 
 import numpy as np
+
+from .._execution import dask as _dask
+from ._stats import TEST_THRESHOLDS
 
 __all__ = ["check_tests", "pooled_terms", "pool_folds"]
 
 
 def check_tests(selector, X):
     """Whether ``selector.threshold`` asks for the tests; validates ``alpha`` and what they need."""
-    import numbers
-
-    from ._execution import dask as _dask
-    from ._stats import TEST_THRESHOLDS
-
     if selector.threshold not in TEST_THRESHOLDS:
         return False
     alpha = selector.alpha
