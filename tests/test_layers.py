@@ -40,6 +40,7 @@ LAYERS = {
     "attributions": 5, "decomposition": 5, "piecewise": 5, "ranking": 5, "shapflex": 5,
     "metrics": 5, "_selector": 5, "importance": 5, "interventional": 5,
     "_stats": 5, "_held_out": 5, "rfecv": 5, "_groups": 5, "_pipeline": 5, "explanation": 5, "interactions": 5,
+    "_prepare": 5,
     "": 6, "__main__": 6,  # the package root: the public names
 }
 PUBLIC = 5
@@ -358,14 +359,18 @@ def test_blocks_do_not_depend_on_threads():
     from sklearn_r2shap._execution.cost import DEFAULT_EXACT_BUDGET
     from sklearn_r2shap._games import r2 as r2_games
     from sklearn_r2shap._scores import loss_of
+    from sklearn_r2shap._validation import resolve_n_jobs
 
     model, X, y = _model("lightgbm")
     ensemble = sr.to_ensemble(model)
     sizes = set()
     for n_jobs in (1, 2, -1, 7):
         plan = r2_games._BlockWork.of(ensemble, loss_of(ensemble), 1.0)
-        decomposition._choose(plan, len(X), n_jobs, None, "exact", DEFAULT_EXACT_BUDGET, 2,
-                              None, 0)
+        n_threads = resolve_n_jobs(n_jobs)
+        decomposition._choose(plan, len(X), n_threads=n_threads, block_threads=n_threads,
+                              options=decomposition._Options(
+                                  algorithm="exact", exact_budget=DEFAULT_EXACT_BUDGET,
+                                  n_permutations=2, max_samples=None, random_state=0))
         sizes.add(plan.chunk_rows)
     assert len(sizes) == 1
 
