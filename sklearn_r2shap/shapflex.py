@@ -216,7 +216,7 @@ def _linear_shap(model, X, n_features):
     return phi, np.full(Z.shape[0], phi_0)
 
 
-def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
+def model_shap_values(model, X, *, shap_values=None, n_jobs=None, verbose="auto"):
     """SHAP values of a regressor for shapFlex, from the first source that applies.
 
     1. ``shap_values(model, X)`` when given.
@@ -239,6 +239,8 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         value), or a ``shap.Explanation``.
     n_jobs : int, default=None
         Threads of the tree kernels.
+    verbose : "auto" or int, default="auto"
+        Progress of the tree kernels, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -290,12 +292,13 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         if ensemble.has_linear_leaves:
             from .piecewise import piecewise_shap_values
 
-            values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
+            values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs,
+                                           verbose=verbose)
             source = "piecewise-linear tree"
         else:
             from .attributions import shap_values as tree_shap_values
 
-            values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
+            values = tree_shap_values(ensemble, X, n_jobs=n_jobs, verbose=verbose)
             source = "tree"
         return values[:, :-1], values[:, -1], source
     if _is_linear_regressor(model):
@@ -309,7 +312,8 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     )
 
 
-def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None, n_jobs=None):
+def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None, n_jobs=None,
+                           verbose="auto"):
     """shapFlex R^2 shares of a fitted regressor on (X, y) from its SHAP values.
 
     With ``phi`` the SHAP matrix of the model on X (:func:`model_shap_values`),
@@ -336,6 +340,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
         Weighted variances.
     n_jobs : int, default=None
         Threads of the tree kernels.
+    verbose : "auto" or int, default="auto"
+        Progress of the tree kernels, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -368,7 +374,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     names = column_names(X)
     n_rows, n_features = n_rows_features(X)
     y, weight, _ = check_target(y, n_rows, sample_weight)
-    phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
+    phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs,
+                                           verbose=verbose)
     prediction = _checked_prediction(model, X, phi, phi_0, y, source)
     importances, r2, sigma_unique, ratios = shapflex_shares(phi, prediction, y, weight)
     if names is None:
