@@ -26,10 +26,10 @@ import warnings
 import numpy as np
 
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
-from ._scores import R2Decomposition, check_target
+from ._scores import ShapFlexDecomposition, check_target
 from ._validation import column_names, n_rows_features
 
-__all__ = ["shapflex_decomposition", "model_shap_values"]
+__all__ = ["shapflex_decomposition", "model_shap_values", "ShapFlexDecomposition"]
 
 # |sum_j phi_j + phi_0 - predict(X)| allowed, relative to the scale of the predictions
 _ADDITIVITY_RTOL = 1e-5
@@ -345,10 +345,11 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
 
     Returns
     -------
-    R2Decomposition
-        With ``method="shapflex"``: ``shares`` the shares R2_j, ``score``
-        Gelman's R^2, ``sigma_unique``, ``residual_variance_ratios`` and NaN
-        standard errors (the shares are not sums of per-row terms).
+    ShapFlexDecomposition
+        ``shares`` the shares R2_j, ``score`` Gelman's R^2, ``sigma_unique``,
+        ``residual_variance_ratios``, ``source`` (where the SHAP values came
+        from) and NaN standard errors (the shares are not sums of per-row
+        terms).
 
     Raises
     ------
@@ -380,10 +381,9 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     importances, r2, sigma_unique, ratios = shapflex_shares(phi, prediction, y, weight)
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
-    return R2Decomposition(
-        shares=importances, std_errors=np.full(n_features, np.nan), score=r2,
-        unattributed=r2 - float(importances.sum()), feature_names=names,
-        mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
+    return ShapFlexDecomposition(
+        shares=importances, score=r2, unattributed=r2 - float(importances.sum()),
+        feature_names=names, source=source, n_rows=n_rows, sigma_unique=sigma_unique,
         residual_variance_ratios=ratios, model_name=type(model).__name__,
     )
 
