@@ -46,6 +46,9 @@ class _Shares:
     """What both result types share: a frame, and the table of the shares with
     ``std_errors`` (None for none) that ``repr`` and a notebook show."""
 
+    def __post_init__(self):
+        self.score = float(self.score)
+
     def to_frame(self, sort=True):
         """A pandas DataFrame with columns ``share``, ``std_error``, ``fraction``.
 
@@ -157,9 +160,6 @@ class R2Decomposition(_Shares):
     method: ClassVar[str] = "qshap"
     _html_note = ("share: the feature's Shapley share of the score; shares + unattributed "
                   "= score. std.err: over the rows.")
-
-    def __post_init__(self):
-        self.score = float(self.score)
 
     @property
     def score_label(self):
@@ -279,9 +279,6 @@ class ShapFlexDecomposition(_Shares):
     score_label: ClassVar[str] = "R^2"
     _html_note = ("share: shapFlex share of Gelman's R^2 (not a Shapley value); no "
                   "standard error.")
-
-    def __post_init__(self):
-        self.score = float(self.score)
 
     @property
     def std_errors(self):
