@@ -34,6 +34,7 @@ from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows
 from ._games.interventional import InterventionalGame, game_values
 from ._prepare import prepare
+from ._validation import resolve_n_jobs
 
 __all__ = ["interventional_values"]
 
@@ -93,11 +94,13 @@ def values_of(call, kind, parameters, *, desc="Interventional values", route=Non
     a background): the game built once for all rows (``route`` forces one of
     :data:`._games.interventional.ROUTES`), run on the executor."""
     ensemble = call.ensemble
-    # a dask X: built once here and shipped with the graph, for any number of rows
+    # a dask X: built once here (on n_jobs threads of this machine, None: all
+    # its cores) and shipped with the graph, for any number of rows
+    n_threads = resolve_n_jobs(call.n_jobs) if call.dask else call.n_threads
     game = InterventionalGame(ensemble, call.background, kind, parameters,
-                              math.inf if call.dask else call.n_rows, call.n_threads, route=route)
+                              math.inf if call.dask else call.n_rows, n_threads, route=route)
     if call.dask and len(game.groups) == 1:
-        game._summary(0, call.n_threads)
+        game._summary(0, n_threads)
     # a summary group's tables are rebuilt per block when there are several:
     # blocks of many rows (bounded by memory)
     return map_rows(call, game_values, game=game, trailing_shape=call.trailing_shape(
