@@ -144,15 +144,16 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     is_dask = _dask.is_dask_collection(X)
     if is_dask and in_memory is not None:
         raise ValueError(in_memory)
-    input_names = None if groups is None else (
-        _dask.column_names(X) if is_dask else column_names(X))
-    n_inputs = None if groups is None or is_dask else n_rows_features(X)[1]
+    input_names = _dask.column_names(X) if is_dask else column_names(X)
+    # groups="input" of unnamed columns: x0, x1, ... of the input's width
+    n_inputs = (n_rows_features(X)[1] if isinstance(groups, str) and input_names is None
+                and not is_dask else None)
     if background is not None and _pipeline.has_transformers(model):
         background = _pipeline.transform(model, background)
-    last, X, names = _pipeline.unwrap(model, X)
+    last, X, names = _pipeline.unwrap(model, X)  # names: None unless a Pipeline
     ensemble = ensemble_of(last)
     if names is None:
-        names = _dask.column_names(X) if is_dask else column_names(X)
+        names = input_names
     if names is None:
         names = ensemble.feature_names
     players = None
