@@ -292,7 +292,7 @@ def _comb(n, k):
 
 def _r2_arrays(result):
     out = [result.shares, result.std_errors, np.array([result.score, result.unattributed])]
-    for extra in (result.local, getattr(result, "mc_std_errors", None)):
+    for extra in (getattr(result, "local", None), getattr(result, "mc_std_errors", None)):
         if extra is not None:
             out.append(np.asarray(extra))
     return out
