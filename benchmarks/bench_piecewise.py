@@ -125,9 +125,9 @@ def bench_brute_force(args):
 def bench_constant(args):
     import lightgbm as lgb
 
-    from sklearn_r2shap import shap_values, to_ensemble
-    from sklearn_r2shap._games import piecewise
-    from sklearn_r2shap._games import semivalues as explain
+    from sklearn_r2shap import piecewise, to_ensemble
+    from sklearn_r2shap._games import piecewise as piecewise_games
+    from sklearn_r2shap.attributions import semivalues
 
     X, y = data(args.train_rows, args.features)
     X_explain = data(args.rows, args.features, seed=1)[0]
@@ -146,15 +146,13 @@ def bench_constant(args):
         label = (f"num_leaves {leaves} (max depth {ensemble.max_depth}, "
                  f"{ensemble.n_path_features} path features, {entries:.1f} linear terms/leaf)")
         for route in (None, "quadrature"):
-            piecewise._FORCE_ROUTE = explain._FORCE_ROUTE = route
             game.tables = None  # the table layout is part of the timed work
-            ours_t, ours = best_of(lambda: piecewise._game_values(game, X_explain, args.threads),
-                                   args.repeat)
-            const_t, _ = best_of(lambda: shap_values(constant, X_explain, n_jobs=args.threads),
-                                 args.repeat)
+            ours_t, ours = best_of(lambda: piecewise_games.game_values(
+                game, X_explain, route=route, n_threads=args.threads), args.repeat)
+            const_t, _ = best_of(lambda: semivalues(constant, X_explain, n_jobs=args.threads,
+                                                    verbose=0, route=route), args.repeat)
             rows.append((label, "default (tables)" if route is None else "quadrature only",
                          ours_t, const_t, np.max(np.abs(ours.sum(axis=1) - raw))))
-        piecewise._FORCE_ROUTE = explain._FORCE_ROUTE = None
     return rows
 
 

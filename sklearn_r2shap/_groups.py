@@ -171,31 +171,42 @@ def input_groups(pipeline, input_names):
     return groups
 
 
-def grouped_model(model, X, groups, ensemble_of=None):
-    """``(ensemble with the groups as players, rows, player names)`` of a model
-    (or Pipeline: its last step and transformed rows) and ``groups``;
-    ``ensemble_of(last step)`` gives the ensemble (default: its own)."""
-    from ._pipeline import has_transformers, unwrap
-    from ._validation import column_names, n_rows_features
-    from ._model import explainable_ensemble as _explained
+def players(model, groups, n_features, names, input_names, n_inputs):
+    """``(player_of_column, player_names)`` of ``groups`` for the last step of
+    ``model`` (:func:`resolve_groups`), ``"input"`` read from the input
+    columns (``input_names``, or x0, x1, ... for ``n_inputs`` unnamed ones)."""
+    from ._pipeline import has_transformers
 
     if isinstance(groups, str):
         if groups != "input":
             raise ValueError(f"groups must be a mapping or 'input', got {groups!r}.")
-        input_names = column_names(X)
         if input_names is None:
-            input_names = np.array([f"x{j}" for j in range(n_rows_features(X)[1])])
+            input_names = np.array([f"x{j}" for j in range(
+                n_features if n_inputs is None else n_inputs)])
         if has_transformers(model):
             groups = input_groups(model, input_names)
         else:
             groups = {str(n): [j] for j, n in enumerate(input_names)}
+    return resolve_groups(groups, n_features, names)
+
+
+def grouped_model(model, X, groups, ensemble_of=None):
+    """``(ensemble with the groups as players, rows, player names)`` of a model
+    (or Pipeline: its last step and transformed rows) and ``groups``;
+    ``ensemble_of(last step)`` gives the ensemble (default: its own)."""
+    from ._pipeline import unwrap
+    from ._validation import column_names, n_rows_features
+    from ._model import explainable_ensemble as _explained
+
+    input_names, n_inputs = column_names(X), n_rows_features(X)[1]
     last, rows, names = unwrap(model, X)
     ensemble = _explained(last) if ensemble_of is None else ensemble_of(last)
     if names is None:
         names = column_names(rows)
     if names is None:
         names = ensemble.feature_names
-    player, player_names = resolve_groups(groups, ensemble.n_features, names)
+    player, player_names = players(model, groups, ensemble.n_features, names, input_names,
+                                   n_inputs)
     return ensemble.with_players(player), rows, player_names
 
 

@@ -1,4 +1,4 @@
-"""The scores a decomposition splits, and the result type both decompositions return.
+"""The scores a decomposition splits, and the result types of the two decompositions.
 
 A score is ``1 - L(model) / L0``: R^2 for the squared error, D^2 for the
 Brier score, the log-loss and the Tweedie deviances (scikit-learn's
@@ -18,7 +18,7 @@ imports the ground floor only (``plotting`` for ``R2Decomposition.plot``).
 """
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
@@ -28,7 +28,8 @@ from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
 
-__all__ = ["R2Decomposition", "check_target", "check_weights", "loss_of"]
+__all__ = ["R2Decomposition", "ShapFlexDecomposition", "check_target", "check_weights",
+           "loss_of"]
 
 SCORE_LABELS = {
     "r2": "R^2",
@@ -41,109 +42,12 @@ _ALTERNATIVES = ("use shap_values (exact SHAP values of the model's raw output) 
                  "TreeGradRanker (feature ranking) instead")
 
 
-@dataclass(repr=False)
-class R2Decomposition:
-    """Each feature's share of a model's R^2 or D^2 on data (the result of :func:`r2_decomposition`).
-
-    The names follow the glossary of the documentation: a feature's
-    **share** is its Shapley share of the model's **score** (R^2, or D^2
-    for classifiers and models with a link); the shares and the
-    **unattributed** part add up to the score.
-
-    Attributes
-    ----------
-    shares : ndarray of shape (n_features,)
-        Each feature's share; ``shares.sum() + unattributed == score``.
-    std_errors : ndarray of shape (n_features,)
-        Standard errors of the shares ``sqrt(n * var_i(L_ij))`` (rows treated
-        as i.i.d.; rows of zero weight are left out, as if dropped). NaN for
-        shapFlex.
-    score : float
-        The model's score on the data. Q-SHAP: R^2 = ``1 - SS(y - f(X)) /
-        SS(y - mean(y))``, or the D^2 that ``score_name`` names. shapFlex:
-        Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
-    unattributed : float
-        ``score - shares.sum()``, the part no feature receives (~0 in
-        sample; constant terms otherwise; for shapFlex, all of ``score``
-        when no feature's removal raises the residual variance).
-    feature_names : ndarray of str
-    mode : str
-        Q-SHAP: "sequential" (boosted ensembles and single trees, per-tree
-        sequential decomposition) or "symmetric" (averaging ensembles such
-        as forests). shapFlex: where the SHAP values came from, "tree",
-        "piecewise-linear tree", "linear" or "callable".
-    n_rows : int
-    local : ndarray of shape (n_rows, n_features) or None
-        Per-row terms L_ij (their column sums are ``shares``; Q-SHAP only).
-    method : {"qshap", "shapflex"}
-        "qshap": exact Shapley values of the score (Q-SHAP, the method of
-        Jiang et al. that this package extends to D^2); "shapflex": the
-        shapFlex shares, computed from SHAP values.
-    sigma_unique : float or None
-        shapFlex only: sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)),
-        the residual variance each feature adds when its SHAP term is
-        removed, summed over features, relative to the explained variance.
-        A ratio, not a share: 1 for an OLS fit on uncorrelated features,
-        below 1 when correlated features can stand in for each other, above
-        1 when correlated terms of opposite sign cancel (removing either
-        one undoes the cancellation). NaN when the model predicts y no
-        better than its mean.
-    residual_variance_ratios : ndarray of shape (n_features,) or None
-        shapFlex only: ``min(var(e) / var(e + phi_j), 1)``.
-    model_name : str or None
-        The class name of the decomposed model (plot titles).
-    algorithm : {"exact", "sampled"}
-        Q-SHAP: "exact" values, or the "sampled" (unbiased Monte Carlo)
-        estimate, whose ``std_errors`` include the Monte Carlo noise.
-        "exact" for shapFlex (no sampling).
-    mc_std_errors : ndarray of shape (n_features,) or None
-        Sampled algorithm: the Monte Carlo part of the error alone,
-        ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
-        with ``n_permutations=1``); None for exact values.
-    n_rows_sampled : int or None
-        With ``max_samples``: the rows decomposed (``shares`` estimate the
-        shares of all ``n_rows``); None when every row was used.
-    score_name : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
-        Which score ``score`` is: R^2, or the D^2 of the Brier score
-        (probability-averaging classifiers), of the log-loss (boosted
-        classifiers) or of the Tweedie deviance (Poisson, Gamma, Tweedie
-        models).
-    power : float or None
-        The Tweedie power of ``"d2_tweedie"`` (1 Poisson, 2 Gamma).
-
-    Notes
-    -----
-    ``print(result)`` shows every feature and what the columns mean;
-    ``repr(result)`` (and a notebook) the largest 20 shares.
-    """
-
-    shares: np.ndarray
-    std_errors: np.ndarray
-    score: float
-    unattributed: float
-    feature_names: np.ndarray
-    mode: str
-    n_rows: int
-    local: Optional[np.ndarray] = None
-    method: str = "qshap"
-    sigma_unique: Optional[float] = None
-    residual_variance_ratios: Optional[np.ndarray] = None
-    model_name: Optional[str] = None
-    algorithm: str = "exact"
-    mc_std_errors: Optional[np.ndarray] = None
-    n_rows_sampled: Optional[int] = None
-    score_name: str = "r2"
-    power: Optional[float] = None
+class _Shares:
+    """What both result types share: a frame, and the table of the shares with
+    ``std_errors`` (None for none) that ``repr`` and a notebook show."""
 
     def __post_init__(self):
         self.score = float(self.score)
-
-    @property
-    def score_label(self):
-        """The score's name for people, e.g. ``"R^2"`` or ``"D^2 (log-loss)"``."""
-        if self.score_name == "d2_tweedie" and self.power is not None:
-            return f"D^2 (Tweedie deviance, power {self.power:g})"
-        return SCORE_LABELS.get(self.score_name, self.score_name)
 
     def to_frame(self, sort=True):
         """A pandas DataFrame with columns ``share``, ``std_error``, ``fraction``.
@@ -162,12 +66,115 @@ class R2Decomposition:
         )
         return frame.sort_values("share", ascending=False, kind="mergesort") if sort else frame
 
+    def _table(self, max_rows):
+        return shares_table(self.feature_names, self.shares, self._shown_errors(),
+                            float(self.score), float(self.unattributed), self.score_name,
+                            max_rows=max_rows, score_label=self.score_label)
+
+    def __repr__(self):
+        return "\n".join([f"{type(self).__name__}: {self._caption()}"] + self._table(MAX_ROWS))
+
+    def _repr_html_(self):
+        return shares_html(
+            f"{type(self).__name__}: {self._caption()}", self.feature_names, self.shares,
+            self._shown_errors(), float(self.score), float(self.unattributed), self.score_name,
+            max_rows=MAX_ROWS, notes=[self._html_note])
+
+
+@dataclass(repr=False)
+class R2Decomposition(_Shares):
+    """Each feature's Shapley share of a model's R^2 or D^2 on data (the result of :func:`r2_decomposition`).
+
+    The names follow the glossary of the documentation: a feature's
+    **share** is its Shapley share of the model's **score** (R^2, or D^2
+    for classifiers and models with a link); the shares and the
+    **unattributed** part add up to the score. (shapFlex's shares, which
+    are not Shapley values, are a :class:`~sklearn_r2shap.shapflex.ShapFlexDecomposition`.)
+
+    Attributes
+    ----------
+    shares : ndarray of shape (n_features,)
+        Each feature's share; ``shares.sum() + unattributed == score``.
+    std_errors : ndarray of shape (n_features,)
+        Standard errors of the shares ``sqrt(n * var_i(L_ij))`` (rows treated
+        as i.i.d.; rows of zero weight are left out, as if dropped).
+    score : float
+        The model's score on the data: R^2 = ``1 - SS(y - f(X)) /
+        SS(y - mean(y))``, or the D^2 that ``score_name`` names.
+    unattributed : float
+        ``score - shares.sum()``, the part no feature receives (~0 in
+        sample; constant terms otherwise).
+    feature_names : ndarray of str
+    mode : {"sequential", "symmetric"}
+        How the ensemble's trees are decomposed: "sequential" (boosted
+        ensembles and single trees, tree by tree against the residuals of the
+        trees before) or "symmetric" (averaging ensembles such as forests).
+    n_rows : int
+    local : ndarray of shape (n_rows, n_features) or None
+        Per-row terms L_ij (their column sums are ``shares``).
+    model_name : str or None
+        The class name of the decomposed model (plot titles).
+    algorithm : {"exact", "sampled"}
+        "exact" values, or the "sampled" (unbiased Monte Carlo) estimate,
+        whose ``std_errors`` include the Monte Carlo noise.
+    mc_std_errors : ndarray of shape (n_features,) or None
+        Sampled algorithm: the Monte Carlo part of the error alone,
+        ``sqrt(sum_i var(L^_ij | x_i))`` estimated from the replicates (NaN
+        with ``n_permutations=1``); None for exact values.
+    n_rows_sampled : int or None
+        With ``max_samples``: the rows decomposed (``shares`` estimate the
+        shares of all ``n_rows``); None when every row was used.
+    score_name : {"r2", "d2_brier", "d2_log_loss", "d2_tweedie"}
+        Which score ``score`` is: R^2, or the D^2 of the Brier score
+        (probability-averaging classifiers), of the log-loss (boosted
+        classifiers) or of the Tweedie deviance (Poisson, Gamma, Tweedie
+        models).
+    power : float or None
+        The Tweedie power of ``"d2_tweedie"`` (1 Poisson, 2 Gamma).
+    method : "qshap"
+        The method (a class constant): exact Shapley values of the score
+        (Q-SHAP, the method of Jiang et al. that this package extends to D^2).
+
+    Notes
+    -----
+    ``print(result)`` shows every feature and what the columns mean;
+    ``repr(result)`` (and a notebook) the largest 20 shares.
+    """
+
+    shares: np.ndarray
+    std_errors: np.ndarray
+    score: float
+    unattributed: float
+    feature_names: np.ndarray
+    mode: str
+    n_rows: int
+    local: Optional[np.ndarray] = None
+    model_name: Optional[str] = None
+    algorithm: str = "exact"
+    mc_std_errors: Optional[np.ndarray] = None
+    n_rows_sampled: Optional[int] = None
+    score_name: str = "r2"
+    power: Optional[float] = None
+
+    method: ClassVar[str] = "qshap"
+    _html_note = ("share: the feature's Shapley share of the score; shares + unattributed "
+                  "= score. std.err: over the rows.")
+
+    @property
+    def score_label(self):
+        """The score's name for people, e.g. ``"R^2"`` or ``"D^2 (log-loss)"``."""
+        if self.score_name == "d2_tweedie" and self.power is not None:
+            return f"D^2 (Tweedie deviance, power {self.power:g})"
+        return SCORE_LABELS.get(self.score_name, self.score_name)
+
+    def _shown_errors(self):
+        return self.std_errors
+
     def plot(self, ax=None, max_features=20):
         """Horizontal bar chart of the shares, largest on top (matplotlib).
 
-        The title names the model and its score; Q-SHAP bars carry +/-1
-        standard error (over rows) as error bars. shapFlex shares have no
-        standard error and are drawn without error bars.
+        The title names the model and its score; bars carry +/-1 standard
+        error (over rows) as error bars.
 
         Returns
         -------
@@ -175,88 +182,148 @@ class R2Decomposition:
         """
         from .plotting import plot_bars
 
-        shapflex = self.method == "shapflex"
         model = f"{self.model_name}\n" if self.model_name else ""
         label = self.score_label.replace("^2", "$^2$")
-        if shapflex:
-            title = (f"{model}Gelman R$^2$ = {self.score:.3f}, shapFlex shares "
-                     f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
-                     "no error bars: shapFlex has no standard error")
-        else:
-            title = (f"{model}{label} = {self.score:.3f} on {self.n_rows} rows "
-                     f"(unattributed {self.unattributed:+.3f})\n"
-                     "bars: \u00b11 standard error over rows")
-        return plot_bars(
-            self.shares, None if shapflex else self.std_errors, self.feature_names,
-            ax=ax, max_features=max_features,
-            xlabel=("share of Gelman R$^2$ (shapFlex)" if shapflex else f"share of {label}"),
-            title=title,
-        )
+        title = (f"{model}{label} = {self.score:.3f} on {self.n_rows} rows "
+                 f"(unattributed {self.unattributed:+.3f})\n"
+                 "bars: \u00b11 standard error over rows")
+        return plot_bars(self.shares, self.std_errors, self.feature_names, ax=ax,
+                         max_features=max_features, xlabel=f"share of {label}", title=title)
 
     def _caption(self):
         rows = (f"{self.n_rows} rows" if self.n_rows_sampled is None
                 else f"{self.n_rows_sampled} of {self.n_rows} rows")
         model = f" of {self.model_name}" if self.model_name else ""
-        if self.method == "shapflex":
-            return (f"shapFlex shares of Gelman's R^2{model} on {rows} "
-                    f"({self.mode} SHAP values; sigma_unique {self.sigma_unique:.4f})")
         kind = "exact" if self.algorithm == "exact" else "sampled (Monte Carlo)"
         return f"{kind} Shapley shares of the {self.score_label}{model} on {rows}"
 
-    def _table(self, max_rows):
-        return shares_table(self.feature_names, self.shares,
-                            None if self.method == "shapflex" else self.std_errors,
-                            float(self.score), float(self.unattributed), self.score_name,
-                            max_rows=max_rows, score_label=self.score_label)
-
-    def __repr__(self):
-        return "\n".join([f"R2Decomposition: {self._caption()}"] + self._table(MAX_ROWS))
-
-    def _repr_html_(self):
-        return shares_html(
-            f"R2Decomposition: {self._caption()}", self.feature_names, self.shares,
-            None if self.method == "shapflex" else self.std_errors, float(self.score),
-            float(self.unattributed), self.score_name, max_rows=MAX_ROWS,
-            notes=["share: the feature's Shapley share of the score; shares + unattributed "
-                   "= score. std.err: over the rows."])
-
     def __str__(self):
-        shapflex = self.method == "shapflex"
         lines = self._table(None)
         short = score_short(self.score_name)
-        if shapflex:
-            lines[-1] = lines[-1].replace(f"score ({short})", "Gelman R2   ")
-            lines.append(f"{'sigma_unique':<12} {self.sigma_unique:>9.4f}   (shapFlex shares, "
-                         f"{self.mode} SHAP values)")
-            lines += [
-                "",
-                "share: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
-                "  not a Shapley decomposition of R2. % of R2: share / Gelman R2.",
-                "std.err: none (shapFlex shares are not sums over rows).",
-                "sigma_unique: residual variance added by removing each feature's SHAP term,",
-                "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
-                "  features, above 1 when correlated terms cancel).",
-            ]
-        else:
-            if self.algorithm == "sampled" or self.n_rows_sampled is not None:
-                rows = ("" if self.n_rows_sampled is None else
-                        f", {self.n_rows_sampled} of {self.n_rows} rows")
-                lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
-            kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
-            lines += [
-                "",
-                f"share: the feature's {kind} Shapley share of the model's {short} on these "
-                f"{self.n_rows} rows;",
-                f"  % of {short} = share / score. A negative share means the feature makes the "
-                "fit",
-                "  worse on these rows.",
-                f"std.err: standard error of the share over the {self.n_rows} rows (rows treated "
-                "as independent).",
-                (f"unattributed: score - sum; ~0 on the training rows, larger on held-out "
-                 "rows." if self.mode == "symmetric" or self.score_name in ("r2", "d2_brier")
-                 else "unattributed: score - sum: initial margin, tree means and the third- "
-                 "and higher-order remainder."),
-            ]
+        if self.algorithm == "sampled" or self.n_rows_sampled is not None:
+            rows = ("" if self.n_rows_sampled is None else
+                    f", {self.n_rows_sampled} of {self.n_rows} rows")
+            lines.append(f"({self.algorithm} algorithm{rows}; std.err include the sampling)")
+        kind = "exact" if self.algorithm == "exact" else "estimated (sampled)"
+        lines += [
+            "",
+            f"share: the feature's {kind} Shapley share of the model's {short} on these "
+            f"{self.n_rows} rows;",
+            f"  % of {short} = share / score. A negative share means the feature makes the "
+            "fit",
+            "  worse on these rows.",
+            f"std.err: standard error of the share over the {self.n_rows} rows (rows treated "
+            "as independent).",
+            (f"unattributed: score - sum; ~0 on the training rows, larger on held-out "
+             "rows." if self.mode == "symmetric" or self.score_name in ("r2", "d2_brier")
+             else "unattributed: score - sum: initial margin, tree means and the third- "
+             "and higher-order remainder."),
+        ]
+        return "\n".join(lines)
+
+
+@dataclass(repr=False)
+class ShapFlexDecomposition(_Shares):
+    """shapFlex shares of Gelman's R^2 (the result of :func:`shapflex_decomposition`).
+
+    Not a Shapley decomposition of R^2 (documentation page "shapFlex"): the
+    shares split Gelman's R^2 by how much each feature's SHAP term, removed
+    from the predictions, raises the residual variance.
+
+    Attributes
+    ----------
+    shares : ndarray of shape (n_features,)
+        R2_j = R2 (1 - ratio_j) / sum_k (1 - ratio_k).
+    score : float
+        Gelman's R^2, ``var(f(X)) / (var(f(X)) + var(y - f(X)))``.
+    unattributed : float
+        ``score - shares.sum()``: all of ``score`` when no feature's removal
+        raises the residual variance, else ~0.
+    feature_names : ndarray of str
+    source : {"tree", "piecewise-linear tree", "linear", "callable"}
+        Where the SHAP values came from (:func:`model_shap_values`).
+    n_rows : int
+    sigma_unique : float
+        sum_j [var(e + phi_j) - var(e)] / (var(y) - var(e)), the residual
+        variance each feature adds when its SHAP term is removed, summed over
+        features, relative to the explained variance. A ratio, not a share:
+        1 for an OLS fit on uncorrelated features, below 1 when correlated
+        features can stand in for each other, above 1 when correlated terms
+        of opposite sign cancel (removing either one undoes the
+        cancellation). NaN when the model predicts y no better than its mean.
+    residual_variance_ratios : ndarray of shape (n_features,)
+        ``min(var(e) / var(e + phi_j), 1)``.
+    model_name : str or None
+        The class name of the decomposed model (plot titles).
+    std_errors : ndarray of shape (n_features,)
+        NaN (a property): the shares are not sums of per-row terms.
+    method, algorithm, score_name : "shapflex", "exact", "r2"
+        Class constants, as :class:`R2Decomposition` names them (the score
+        is an R^2, Gelman's).
+    """
+
+    shares: np.ndarray
+    score: float
+    unattributed: float
+    feature_names: np.ndarray
+    source: str
+    n_rows: int
+    sigma_unique: float
+    residual_variance_ratios: np.ndarray
+    model_name: Optional[str] = None
+
+    method: ClassVar[str] = "shapflex"
+    algorithm: ClassVar[str] = "exact"
+    score_name: ClassVar[str] = "r2"
+    score_label: ClassVar[str] = "R^2"
+    _html_note = ("share: shapFlex share of Gelman's R^2 (not a Shapley value); no "
+                  "standard error.")
+
+    @property
+    def std_errors(self):
+        return np.full(len(self.shares), np.nan)
+
+    def _shown_errors(self):
+        return None
+
+    def plot(self, ax=None, max_features=20):
+        """Horizontal bar chart of the shares, largest on top (matplotlib), without
+        error bars (shapFlex has no standard error).
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        from .plotting import plot_bars
+
+        model = f"{self.model_name}\n" if self.model_name else ""
+        title = (f"{model}Gelman R$^2$ = {self.score:.3f}, shapFlex shares "
+                 f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"
+                 "no error bars: shapFlex has no standard error")
+        return plot_bars(self.shares, None, self.feature_names, ax=ax,
+                         max_features=max_features,
+                         xlabel="share of Gelman R$^2$ (shapFlex)", title=title)
+
+    def _caption(self):
+        model = f" of {self.model_name}" if self.model_name else ""
+        return (f"shapFlex shares of Gelman's R^2{model} on {self.n_rows} rows "
+                f"({self.source} SHAP values; sigma_unique {self.sigma_unique:.4f})")
+
+    def __str__(self):
+        lines = self._table(None)
+        short = score_short(self.score_name)
+        lines[-1] = lines[-1].replace(f"score ({short})", "Gelman R2   ")
+        lines.append(f"{'sigma_unique':<12} {self.sigma_unique:>9.4f}   (shapFlex shares, "
+                     f"{self.source} SHAP values)")
+        lines += [
+            "",
+            "share: shapFlex share of Gelman's R2 = var(f(X)) / (var(f(X)) + var(y - f(X)));",
+            "  not a Shapley decomposition of R2. % of R2: share / Gelman R2.",
+            "std.err: none (shapFlex shares are not sums over rows).",
+            "sigma_unique: residual variance added by removing each feature's SHAP term,",
+            "  summed, over the explained variance (a ratio; 1 for OLS on uncorrelated",
+            "  features, above 1 when correlated terms cancel).",
+        ]
         return "\n".join(lines)
 
 

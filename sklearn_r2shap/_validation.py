@@ -1,5 +1,8 @@
-"""Checks of the rows given to a kernel: width, names, inf and NaN; row weights,
-thread counts, and the iteration over blocks of a sparse X.
+"""Checks of the inputs: the rows given to a kernel (width, names, inf and NaN,
+categories, a sparse block made dense), row weights and thread counts.
+
+It checks and converts; iterating over blocks of rows is the executor's
+(:mod:`._execution.local`).
 
 Ground floor: imports only ``_errors`` (a TreeEnsemble is used through its
 attributes, never imported).
@@ -100,8 +103,8 @@ def check_rows(ensemble, X, *, allow_nan=None):
 
     A scipy.sparse matrix is made dense here with the library's meaning of
     an absent entry (``info["sparse_absent"]``: "missing" for XGBoost, 0
-    otherwise); callers pass it in blocks of rows (:func:`iter_row_blocks`,
-    :func:`map_row_blocks`).
+    otherwise); the executor passes it in blocks of rows
+    (:func:`._execution.local.iter_row_blocks`).
 
     Parameters
     ----------
@@ -242,58 +245,6 @@ def n_rows_features(X):
     if len(shape) != 2:
         raise ValueError(f"Expected a 2D array of rows, got {len(shape)} dimensions.")
     return int(shape[0]), int(shape[1])
-
-
-def _block_rows(n_features):
-    """Rows per dense block of a sparse X: about 4 MB of float64."""
-    return int(min(16384, max(64, (1 << 19) // max(1, n_features))))
-
-
-def iter_row_blocks(ensemble, X, block_rows, rows=None):
-    """``(start, stop, block)`` over X: ``block`` checked (:func:`check_rows`).
-
-    A dense X is checked once and sliced; a sparse X is made dense one block
-    at a time (``min(block_rows, ...)`` rows), so memory stays bounded in rows.
-    With ``rows`` (indices), the blocks are ``X[rows[start:stop]]``.
-    """
-    sparse = _is_sparse(X)
-    if sparse:
-        X = X.tocsr()
-        block_rows = min(block_rows, _block_rows(X.shape[1]))
-    else:
-        X = check_rows(ensemble, X)
-    n_rows = X.shape[0] if rows is None else len(rows)
-    for start in range(0, n_rows, block_rows):
-        stop = min(start + block_rows, n_rows)
-        block = X[start:stop] if rows is None else X[rows[start:stop]]
-        yield start, stop, (check_rows(ensemble, block) if sparse
-                            else np.ascontiguousarray(block))
-    if n_rows == 0:
-        yield 0, 0, check_rows(ensemble, X[:0]) if sparse else X
-
-
-def map_row_blocks(function, X):
-    """``function(rows, rows_slice)`` over blocks of a sparse X, concatenated.
-
-    A dense X (or frame) is passed whole (``rows_slice`` = ``slice(None)``);
-    a scipy.sparse X in CSR blocks of rows (``function`` checks them, which
-    makes each block dense), the results -- arrays, or tuples of arrays --
-    concatenated along the first axis.
-    """
-    if not _is_sparse(X):
-        return function(X, slice(None))
-    X = X.tocsr()
-    if X.ndim != 2:
-        raise ValueError(f"Expected a 2D sparse matrix of rows, got {X.ndim} dimensions.")
-    step = _block_rows(X.shape[1])
-    n_rows = X.shape[0]
-    parts = [function(X[start:start + step], slice(start, min(start + step, n_rows)))
-             for start in range(0, max(n_rows, 1), step)]
-    if len(parts) == 1:
-        return parts[0]
-    if isinstance(parts[0], tuple):
-        return tuple(np.concatenate(items, axis=0) for items in zip(*parts))
-    return np.concatenate(parts, axis=0)
 
 
 def _frame_to_array(ensemble, frame):

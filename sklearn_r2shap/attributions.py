@@ -20,16 +20,14 @@ import functools
 
 import numpy as np
 
-from . import _groups, _pipeline
-from ._execution import dask as _dask
-from ._execution import local as _local
+from . import _pipeline
+from . import interventional as _interventional
 from ._execution.cost import semivalue_seconds
+from ._execution.run import map_rows
 from ._games import semivalues as _games
-from ._model import explainable_ensemble as _explained
 from ._model import to_ensemble
 from ._numerics import beta_quadrature
-from ._validation import n_rows_features, resolve_n_jobs
-from .interventional import interventional_values
+from ._prepare import prepare
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
@@ -41,59 +39,72 @@ def _check_beta_parameter(name, value):
     return int(value)
 
 
-def _last_step(model, X, background=None):
-    """A Pipeline's last step, with X (and the background rows) transformed by
-    the steps before it (``_pipeline.py``); any other model as it is."""
-    if background is not None and _pipeline.is_pipeline(model):
-        background = _pipeline.transform(model, background)
-    model, X, _ = _pipeline.unwrap(model, X)
-    return model, X, background
+def check_game(kind, q=0.5, alpha=1, beta=1):
+    """``(kind, parameters)`` of a semivalue, checked: ("beta", (alpha, beta))
+    with integers >= 1, or ("banzhaf", (q,)) with q in (0, 1)."""
+    if kind == "banzhaf":
+        q = float(q)
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+        return kind, (q,)
+    return kind, (_check_beta_parameter("alpha", alpha), _check_beta_parameter("beta", beta))
 
 
-def _output_shape(ensemble, width):
-    return (width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width)
+def _banzhaf_rule(q, degree):
+    """grad F(q 1): one point, exact for any degree."""
+    return np.array([q]), np.array([1.0])
 
 
-def _over_rows(function, ensemble, X, *, n_jobs, width, verbose=0, desc="", seconds_per_row=0.0,
-               **kwargs):
-    """``function(ensemble, rows, n_threads=..., **kwargs)`` (a block function of
-    the games layer) over X: a dask collection's partitions, or fixed blocks of
-    rows of about :data:`~._execution.local.BLOCK_SECONDS` of one thread's work
-    (by the model's cost per row, never the thread count) with progress."""
-    if _dask.is_dask_collection(X):
-        # the graph's layers are named after what they compute, e.g. "shap_values"
-        name = "_".join(desc.lower().replace("(", " ").replace(")", " ").replace(",", " ").split())
-        return _dask.map_checked_rows(function, ensemble, X,
-                                      trailing_shape=_output_shape(ensemble, width),
-                                      n_jobs=n_jobs, name=name or None, **kwargs)
-    n_threads = resolve_n_jobs(n_jobs)
-    n_rows = n_rows_features(X)[0]
-    estimate = seconds_per_row * n_rows / max(1, min(n_threads, n_rows))
-    progress = _local.Progress(n_rows, verbose, desc, estimate)
-    return _local.map_blocks(function, ensemble, X, block_rows=_local.block_rows_for(
-        seconds_per_row), progress=progress, n_threads=n_threads, **kwargs)
+def semivalues(model, X, *, kind="beta", parameters=(1, 1), background=None, groups=None,
+               n_jobs=None, verbose="auto", route=None):
+    """The one function behind :func:`shap_values`, :func:`beta_shapley_values`
+    and :func:`banzhaf_values` (their parameters checked).
+
+    ``kind``: "beta" with ``parameters=(alpha, beta)`` (Shapley: (1, 1)) or
+    "banzhaf" with ``parameters=(q,)``. The path-dependent game, or with
+    ``background`` the interventional one; ``route`` forces a route of the
+    game (:data:`._games.semivalues.ROUTES`, or with ``background``
+    :data:`._games.interventional.ROUTES`; tests check each).
+    """
+    call = prepare(model, X, groups=groups, background=background, n_jobs=n_jobs,
+                   verbose=verbose)
+    return semivalues_of(call, kind, parameters, route=route)
 
 
-def _semivalues(model, X, rule_of, n_jobs, verbose, desc):
-    """Quadrature semivalues of every row; ``rule_of(degree)``: the points and
-    weights exact for polynomials of that degree (the ensemble's rule for
-    degree ``n_path_features - 1``; trees and leaves of fewer distinct path
-    features take smaller rules)."""
-    ensemble = _explained(model)
-    verbose = _local.check_verbose(verbose)
+def semivalues_of(call, kind="beta", parameters=(1, 1), *, route=None):
+    """The semivalues of a prepared call (:func:`._prepare.prepare`): the
+    interventional game when it has a background, else the path-dependent
+    one; one column per player, the expected value last."""
+    if kind == "banzhaf":
+        desc = "Banzhaf values"
+    elif tuple(parameters) == (1, 1):
+        desc = "SHAP values"
+    else:
+        desc = "Beta({}, {}) Shapley values".format(*parameters)
+    if call.background is not None:
+        return call.players_only(_interventional.values_of(call, kind, parameters, desc=desc,
+                                                           route=route))
+    rule_of = (functools.partial(_banzhaf_rule, *parameters) if kind == "banzhaf" else
+               functools.partial(beta_quadrature, *parameters))
+    return call.players_only(path_dependent_semivalues(call, rule_of, desc, route=route))
+
+
+def path_dependent_semivalues(call, rule_of, desc, *, route=None):
+    """Quadrature semivalues of every row of a prepared call; ``rule_of(degree)``:
+    the points and weights exact for polynomials of that degree (the
+    ensemble's rule for degree ``n_path_features - 1``; trees and leaves of
+    fewer distinct path features take smaller rules)."""
+    ensemble = call.ensemble
     points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
-    # local rows: the pattern tables are built once for all of X's rows
     points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
-    if _dask.is_dask_collection(X):  # the ensemble is the graph's one key; tables per block
-        return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
-                          width=ensemble.n_features + 1, verbose=verbose, desc=desc,
-                          seconds_per_row=semivalue_seconds(ensemble, len(points)),
-                          points=points, weights=weights, rule_of=rule_of)
-    game = _games.SemivalueGame(ensemble, points, weights, n_rows_features(X)[0],
-                                rule_of=rule_of)
-    return _over_rows(_games.uniform_semivalues, ensemble, X, n_jobs=n_jobs,
-                      width=ensemble.n_features + 1, verbose=verbose, desc=desc,
-                      seconds_per_row=semivalue_seconds(ensemble, len(points)), game=game)
+    if call.dask:  # the ensemble is the graph's one key; tables per block
+        extra = dict(points=points, weights=weights, rule_of=rule_of, route=route)
+    else:  # the pattern tables are built once for all of X's rows
+        extra = dict(game=_games.SemivalueGame(ensemble, points, weights, call.n_rows,
+                                               rule_of=rule_of, route=route))
+    return map_rows(call, _games.uniform_semivalues,
+                    trailing_shape=call.trailing_shape(ensemble.n_features + 1), desc=desc,
+                    seconds_per_row=semivalue_seconds(ensemble, len(points)), **extra)
 
 
 def expected_value(model):
@@ -158,13 +169,8 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
-    if groups is not None:  # the groups as players (_groups.py)
-        return _groups.grouped(shap_values, model, X, groups, background=background,
-                               n_jobs=n_jobs)[0]
-    if background is not None:
-        model, X, background = _last_step(model, X, background)
-        return interventional_values(model, X, background, n_jobs=n_jobs)
-    return beta_shapley_values(model, X, alpha=1, beta=1, n_jobs=n_jobs, verbose=verbose)
+    return semivalues(model, X, background=background, groups=groups, n_jobs=n_jobs,
+                      verbose=verbose)
 
 
 def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=None,
@@ -207,18 +213,9 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
     >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
     (3, 11)
     """
-    if groups is not None:  # the groups as players (_groups.py)
-        return _groups.grouped(beta_shapley_values, model, X, groups, background=background,
-                               alpha=alpha, beta=beta, n_jobs=n_jobs, verbose=verbose)[0]
-    model, X, background = _last_step(model, X, background)
-    alpha = _check_beta_parameter("alpha", alpha)
-    beta = _check_beta_parameter("beta", beta)
-    if background is not None:
-        return interventional_values(model, X, background, kind="beta",
-                                     parameters=(alpha, beta), n_jobs=n_jobs)
-    desc = "SHAP values" if alpha == beta == 1 else f"Beta({alpha}, {beta}) Shapley values"
-    return _semivalues(model, X, functools.partial(beta_quadrature, alpha, beta), n_jobs, verbose,
-                       desc)
+    kind, parameters = check_game("beta", alpha=alpha, beta=beta)
+    return semivalues(model, X, kind=kind, parameters=parameters, background=background,
+                      groups=groups, n_jobs=n_jobs, verbose=verbose)
 
 
 def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None,
@@ -258,26 +255,12 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
     >>> banzhaf_values(model, X[:2], q=0.2).shape
     (2, 11)
     """
-    if groups is not None:  # the groups as players (_groups.py)
-        return _groups.grouped(banzhaf_values, model, X, groups, background=background, q=q,
-                               n_jobs=n_jobs, verbose=verbose)[0]
-    model, X, background = _last_step(model, X, background)
-    q = float(q)
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
-    if background is not None:
-        return interventional_values(model, X, background, kind="banzhaf", parameters=(q,),
-                                     n_jobs=n_jobs)
-    return _semivalues(model, X, functools.partial(_banzhaf_rule, q), n_jobs, verbose,
-                       "Banzhaf values")
+    kind, parameters = check_game("banzhaf", q=q)
+    return semivalues(model, X, kind=kind, parameters=parameters, background=background,
+                      groups=groups, n_jobs=n_jobs, verbose=verbose)
 
 
-def _banzhaf_rule(q, degree):
-    """grad F(q 1): one point, exact for any degree."""
-    return np.array([q]), np.array([1.0])
-
-
-def saabas_values(model, X, *, n_jobs=None):
+def saabas_values(model, X, *, n_jobs=None, verbose="auto"):
     """Saabas path contributions (XGBoost's ``approx_contribs``).
 
     Along the row's decision path, the change of the node's cover-weighted
@@ -288,6 +271,8 @@ def saabas_values(model, X, *, n_jobs=None):
     model : fitted tree model
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     n_jobs : int, default=None
+    verbose : "auto" or int, default="auto"
+        As in :func:`shap_values`.
 
     Returns
     -------
@@ -304,13 +289,16 @@ def saabas_values(model, X, *, n_jobs=None):
     >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
     True
     """
-    model, X, _ = _last_step(model, X)
-    ensemble = _explained(model)
-    return _over_rows(_games.saabas, ensemble, X, n_jobs=n_jobs, width=ensemble.n_features + 1)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
+    return map_rows(call, _games.saabas, trailing_shape=call.trailing_shape(
+        call.ensemble.n_features + 1), desc="Saabas values",
+        seconds_per_row=semivalue_seconds(call.ensemble, 1))
 
 
-def predict_raw(model, X, *, n_jobs=None):
+def predict_raw(model, X, *, n_jobs=None, verbose="auto"):
     """The ensemble's raw (margin) prediction, shape (n_rows, n_outputs).
+
+    ``verbose``: progress, as in :func:`shap_values`.
 
     Examples
     --------
@@ -322,15 +310,12 @@ def predict_raw(model, X, *, n_jobs=None):
     >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
     True
     """
-    model, X, _ = _last_step(model, X)
-    ensemble = _explained(model)
-    if _dask.is_dask_collection(X):
-        return _dask.map_checked_rows(_games.predict_raw, ensemble, X,
-                                      trailing_shape=(ensemble.n_outputs,), n_jobs=n_jobs)
-    return _over_rows(_games.predict_raw, ensemble, X, n_jobs=n_jobs, width=None)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
+    return map_rows(call, _games.predict_raw, trailing_shape=(call.ensemble.n_outputs,),
+                    desc="Raw predictions", seconds_per_row=semivalue_seconds(call.ensemble, 1))
 
 
-def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
+def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None, verbose="auto"):
     """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
 
     ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
@@ -380,6 +365,8 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
         expected value last.
     n_jobs : int, default=None
         Threads; None uses all cores.
+    verbose : "auto" or int, default="auto"
+        As in :func:`shap_values`.
 
     Returns
     -------
@@ -423,13 +410,8 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
     >>> bool(np.allclose(phi, shap_values(model, X[:3], groups=groups)))
     True
     """
-    if groups is not None:  # the groups as players (_groups.py)
-        ensemble, X, players = _groups.grouped_model(model, X, groups)
-        n_players = len(players)
-    else:
-        model, X, _ = _last_step(model, X)
-        ensemble = _explained(model)
-        n_players = ensemble.n_features
+    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose)
+    n_players = call.n_players
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (n_players,):
         what = "feature" if groups is None else "player (group, or column in no group)"
@@ -440,10 +422,8 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None):
         )
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("weights must be finite and non-negative.")
-    phi = _over_rows(_games.treeprob_values, ensemble, X, n_jobs=n_jobs,
-                     width=ensemble.n_features + 1, weights=weights)
-    if groups is not None:  # the players, then the expected value (null players dropped)
-        phi = phi[..., np.r_[np.arange(n_players), phi.shape[-1] - 1]]
-    return phi
-
-
+    ensemble = call.ensemble
+    return call.players_only(map_rows(
+        call, _games.treeprob_values, trailing_shape=call.trailing_shape(ensemble.n_features + 1),
+        desc="Probabilistic values", seconds_per_row=semivalue_seconds(ensemble, n_players),
+        weights=weights))

@@ -13,22 +13,23 @@ a dask X, two tree-reduced passes over the partitions (:mod:`._execution.dask`).
 
 Layer: public functions. Imports the layers below; never an estimator.
 """
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from . import _groups, _pipeline
+from . import _groups
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
 from ._execution.cost import ensemble_cost, exact_rows_per_block, per_row_seconds
 from ._games import r2 as _r2
 from ._kernels import _qshap_sampled
-from ._model import to_ensemble
+from ._model import explainable_ensemble, to_ensemble
+from ._prepare import prepare
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
-from ._validation import column_names, n_rows_features, resolve_n_jobs
+from ._validation import resolve_n_jobs
 
 __all__ = ["r2_decomposition", "R2Decomposition"]
 
@@ -197,28 +198,38 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     >>> bool(np.isclose(result.shares.sum() + result.unattributed, result.score))
     True
     """
-    verbose = _local.check_verbose(verbose)
-    if groups is not None:  # the groups as players (_groups.py), null players dropped after
-        grouped, rows, players = _groups.grouped_model(model, X, groups)
-        result = r2_decomposition(
-            grouped, rows, y, sample_weight=sample_weight, return_local=return_local,
-            n_jobs=n_jobs, verbose=verbose, algorithm=algorithm, exact_budget=exact_budget,
-            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
-        return _groups.restrict_decomposition(result, players)
-    model, X, pipeline_names = _pipeline.unwrap(model, X)  # a Pipeline: its last step
-    ensemble = to_ensemble(model)
-    loss = loss_of(ensemble)
-    if _dask.is_dask_collection(X):
-        return _dask_r2_decomposition(
-            ensemble, loss, X, y, sample_weight=sample_weight, return_local=return_local,
-            n_jobs=n_jobs, algorithm=algorithm, exact_budget=exact_budget,
-            n_permutations=n_permutations, max_samples=max_samples, random_state=random_state)
-    # the user's column names (LightGBM stores them with spaces replaced)
-    names = column_names(X) if pipeline_names is None else pipeline_names
-    if names is None:
-        names = ensemble.feature_names
-    n_rows, n_features = n_rows_features(X)
-    X = _local.prepare_rows(ensemble, X)  # checked once; a sparse X block by block
+    options = _Options(algorithm=algorithm, exact_budget=exact_budget,
+                       n_permutations=n_permutations, max_samples=max_samples,
+                       random_state=random_state)
+    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose,
+                   ensemble_of=to_ensemble if groups is None else explainable_ensemble)
+    loss = loss_of(call.ensemble)
+    if call.dask:
+        result = _dask_r2_decomposition(call, loss, y, sample_weight=sample_weight,
+                                        return_local=return_local, options=options)
+    else:
+        result = _local_r2_decomposition(call, loss, y, sample_weight=sample_weight,
+                                         return_local=return_local, options=options)
+    if call.players is not None:  # the groups as players, null players dropped
+        result = _groups.restrict_decomposition(result, call.players)
+    return result
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The caller's choices of algorithm and rows (checked in :func:`_choose`)."""
+
+    algorithm: str
+    exact_budget: float
+    n_permutations: int
+    max_samples: object
+    random_state: object
+
+
+def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, options):
+    """:func:`r2_decomposition` of rows in memory: the local executor over fixed
+    blocks of rows, merged in block order."""
+    ensemble, n_rows = call.ensemble, call.n_rows
     scale = 1.0
     if isinstance(loss, SquaredError) and loss.classes is None:
         y, weight, scale = check_target(y, n_rows, sample_weight)
@@ -231,42 +242,40 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         total = loss.null_loss(target, weight)
     if not total > 0:
         raise undefined_score_error(loss)
-    rows = _choose(plan, n_rows, n_jobs, None, algorithm, exact_budget, n_permutations,
-                   max_samples, random_state)
+    rows = _choose(plan, n_rows, n_threads=call.n_threads, block_threads=call.n_threads,
+                   options=options)
     if rows is not None and return_local:
         raise ValueError("return_local=True needs every row: it cannot be combined with "
                          "max_samples.")
     n_used = n_rows if rows is None else len(rows)
-    local = np.empty((n_rows, n_features)) if return_local else None
-    progress = _local.Progress(n_used, verbose, f"R^2 decomposition ({plan.algorithm})",
+    local = np.empty((n_rows, call.n_features)) if return_local else None
+    progress = _local.Progress(n_used, call.verbose, f"R^2 decomposition ({plan.algorithm})",
                                plan.seconds)
     try:
-        statistics = _statistics(plan, X, target, weight, rows=rows, local=local,
+        statistics = _statistics(plan, call.rows, target, weight, rows=rows, local=local,
                                  progress=progress)
     finally:
         progress.close()
-    return plan.finalize(statistics, total, n_rows=n_rows, n_used=n_used, names=names,
+    return plan.finalize(statistics, total, n_rows=n_rows, n_used=n_used, names=call.names,
                          local=local)
 
 
-def _choose(plan, n_rows, n_jobs, block_threads, algorithm, exact_budget, n_permutations,
-            max_samples, random_state):
+def _choose(plan, n_rows, *, n_threads, block_threads, options):
     """Draw the row subset (or None), then choose the algorithm for the rows used
-    (cost on ``n_jobs`` threads) and the rows per block (by the cost per row
-    alone, never the threads); tasks run on ``block_threads`` (None: n_jobs).
+    (cost on ``n_threads`` threads) and the rows per block (by the cost per row
+    alone, never the threads); blocks run on ``block_threads``.
     Sets the plan's algorithm, terms, estimate and block size."""
-    n_threads = resolve_n_jobs(n_jobs)
-    plan.n_threads = n_threads if block_threads is None else resolve_n_jobs(block_threads)
-    plan.n_permutations = check_n_permutations(n_permutations)
+    plan.n_threads = block_threads
+    plan.n_permutations = check_n_permutations(options.n_permutations)
     # the kernels add every tree to one output: the games already carry the class
     single = replace(plan.work, tree_output=np.zeros(plan.work.n_trees, dtype=np.int64))
     # draws only when something is random (random_state=None uses numpy's global state)
-    random = check_random_state(random_state)
-    rows = _r2._subsample_rows(n_rows, max_samples, random)
+    random = check_random_state(options.random_state)
+    rows = _r2._subsample_rows(n_rows, options.max_samples, random)
     n_used = n_rows if rows is None else len(rows)
     slots = _qshap_sampled.tree_slots(single)
     cost = ensemble_cost(single, n_used, n_threads, plan.n_permutations, slots)
-    plan.algorithm = choose_algorithm(algorithm, cost, exact_budget)
+    plan.algorithm = choose_algorithm(options.algorithm, cost, options.exact_budget)
     seed = int(random.randint(np.iinfo(np.int64).max)) if plan.algorithm == "sampled" else 0
     plan.terms_of = _r2.R2Terms(single, plan.algorithm, plan.n_threads, plan.n_permutations,
                             seed, slots)
@@ -338,8 +347,7 @@ def _r2_block(X, y, where, weight=None, *, payload):
     return _statistics(plan, X, target, weight, first=first, rows=rows, null_mean=null_mean)
 
 
-def _dask_r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local, n_jobs,
-                           algorithm, exact_budget, n_permutations, max_samples, random_state):
+def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, options):
     """:func:`r2_decomposition` of a dask collection: two passes, tree-reduced.
 
     Pass 1 reads y and the weights only (row counts per partition, the
@@ -356,13 +364,9 @@ def _dask_r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local,
             "per-row terms of the rows you need in memory (X.compute() of a sample).")
     if y is None:
         raise ValueError("r2_decomposition requires y, but y is None.")
+    ensemble, X = call.ensemble, call.rows  # X checked on an empty stand-in, whole rows
     # refuse what the in-memory call refuses, before any pass
     _r2._BlockWork.of(ensemble, loss, 1.0)
-    _dask.check_rows_lazily(ensemble, X)
-    names = _dask.column_names(X)
-    if names is None:
-        names = ensemble.feature_names
-    X = _dask.whole_rows(X)  # a task needs whole rows
 
     lengths_of_X = []
 
@@ -392,8 +396,9 @@ def _dask_r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local,
     null_mean = first["target"].mean / scale
 
     plan = _r2._BlockWork.of(ensemble, loss, scale)
-    rows = _choose(plan, n_rows, n_jobs, _dask.block_threads(n_jobs), algorithm, exact_budget,
-                   n_permutations, max_samples, random_state)
+    # the estimate: all rows on n_jobs threads of this machine (None: all its cores)
+    rows = _choose(plan, n_rows, n_threads=resolve_n_jobs(call.n_jobs),
+                   block_threads=call.n_threads, options=options)
     starts = np.concatenate(([0], np.cumsum(first["lengths"])[:-1]))
     where = []
     for start, n in zip(starts.tolist(), first["lengths"].tolist()):
@@ -408,4 +413,4 @@ def _dask_r2_decomposition(ensemble, loss, X, y, *, sample_weight, return_local,
     if not total > 0:
         raise undefined_score_error(loss)
     n_used = n_rows if rows is None else len(rows)
-    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=names)
+    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=call.names)

@@ -10,16 +10,14 @@ feature name, convertible to a pandas frame and to a ``shap.Explanation``
 (so that shap's plots take it). Nothing is computed here that the array
 functions do not compute.
 
-Layer: public functions. Imports ``attributions``, ``interactions``, ``_groups``,
-``_pipeline`` and the layers below; never an estimator.
+Layer: public functions. Imports ``attributions``, ``interactions``, ``_prepare``
+and the layers below; never an estimator.
 """
 import numbers
 
 import numpy as np
 
-from . import _groups, _pipeline
-from ._execution import dask as _dask
-from ._model import to_ensemble
+from ._prepare import prepare
 from ._validation import column_names
 
 __all__ = ["Explanation", "explain"]
@@ -342,7 +340,8 @@ def _group_data(X, groups, names):
     return dense[:, [inputs.index(str(n)) for n in names]]
 
 
-def explain(model, X, *, background=None, groups=None, interactions=False, n_jobs=None):
+def explain(model, X, *, background=None, groups=None, interactions=False, n_jobs=None,
+            verbose="auto"):
     """Exact SHAP values of a tree model (or a Pipeline ending in one) as an :class:`Explanation`.
 
     The values of :func:`~sklearn_r2shap.shap_values` in shap's layout, with
@@ -372,6 +371,8 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         Also compute the SHAP interaction values (``interaction_values``).
     n_jobs : int, default=None
         Threads; None uses all cores.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -394,47 +395,36 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     >>> e[0, "petal length (cm)"].values.shape   # one row, one feature: one value per class
     (3,)
     """
-    from .attributions import shap_values
-    from .interactions import shap_interaction_values
+    from .attributions import semivalues_of
+    from .interactions import _interaction_values
 
-    if _dask.is_dask_collection(X):
-        raise ValueError("explain() holds its rows in memory; pass X.compute() of the rows "
-                         "to explain, or use shap_values on the dask collection (a lazy "
-                         "dask array).")
-    last, rows, names = _pipeline.unwrap(model, X)
-    ensemble = to_ensemble(last)
-    data = None
+    if groups is not None and interactions:
+        raise ValueError("groups= gives the Shapley values of the groups; it cannot be "
+                         "combined with interactions=True (interaction values are "
+                         "per feature): pass one of them.")
+    if background is not None and interactions:
+        raise ValueError("interactions=True computes the path-dependent interaction "
+                         "values; pass background=None with it.")
+    call = prepare(model, X, groups=groups, background=background, n_jobs=n_jobs,
+                   verbose=verbose, in_memory=(
+                       "explain() holds its rows in memory; pass X.compute() of the rows to "
+                       "explain, or use shap_values on the dask collection (a lazy dask "
+                       "array)."))
+    ensemble = call.ensemble
+    phi = semivalues_of(call)
+    game = "interventional" if background is not None else "path-dependent"
     if groups is not None:
-        if interactions:
-            raise ValueError("groups= gives the Shapley values of the groups; it cannot be "
-                             "combined with interactions=True (interaction values are "
-                             "per feature): pass one of them.")
-        phi, names = _groups.grouped(shap_values, model, X, groups, background=background,
-                                     n_jobs=n_jobs)
-        description = ("interventional" if background is not None else "path-dependent"
-                       ) + " SHAP values of feature groups"
+        names = call.players
+        description = game + " SHAP values of feature groups"
         data = _group_data(X, groups, names)
-    elif background is not None:
-        if _pipeline.is_pipeline(model):
-            background = _pipeline.transform(model, background)
-        phi = shap_values(last, rows, background=background, n_jobs=n_jobs)
-        description = "interventional SHAP values"
     else:
-        phi = shap_values(last, rows, n_jobs=n_jobs)
-        description = "path-dependent SHAP values"
-        data = _dense(rows)
+        names = call.names
+        description = game + " SHAP values"
+        data = None if background is not None else _dense(call.X)
     interaction = None
     if interactions:
-        if background is not None:
-            raise ValueError("interactions=True computes the path-dependent interaction "
-                             "values; pass background=None with it.")
-        interaction = _interaction_layout(
-            shap_interaction_values(last, rows, n_jobs=n_jobs), ensemble.n_outputs)
+        interaction = _interaction_layout(_interaction_values(call), ensemble.n_outputs)
     values, base_values = _shap_layout(phi, ensemble.n_outputs)
-    if names is None:
-        names = column_names(rows)
-    if names is None:
-        names = ensemble.feature_names
     output_names = None
     if ensemble.n_outputs > 1:
         classes = ensemble.info.get("classes")

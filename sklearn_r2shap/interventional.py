@@ -20,278 +20,30 @@ weighted Banzhaf (q): every semivalue whose coalition weight is an integral
 of :mod:`~sklearn_r2shap.attributions` call :func:`interventional_values` when
 given ``background``.
 
-Layer: public functions. Imports the ground floor, ``_model``, ``_kernels`` and
-``_execution``; never another public module or an estimator.
+The game (the background's summary, the block function) lives in
+:mod:`._games.interventional`; this module prepares the call
+(:func:`._prepare.prepare`), builds the game and hands it to the executor.
+
+Layer: public functions. Imports ``_prepare``, ``_games``, ``_execution``
+and the ground floor; never another public module or an estimator.
 """
+
 import math
-from fractions import Fraction
 
-import numpy as np
-
-from ._execution import dask as _dask
-from ._kernels import _interventional, _predict, _semivalues
-from ._model import explainable_ensemble
-from ._validation import _is_sparse, check_rows, iter_row_blocks, resolve_n_jobs
+from ._execution.cost import semivalue_seconds
+from ._execution.run import map_rows
+from ._games.interventional import InterventionalGame, game_values
+from ._prepare import prepare
+from ._validation import resolve_n_jobs
 
 __all__ = ["interventional_values"]
 
-# A leaf's table holds 2^d x d numbers (d distinct features on its path) and
-# costs about 3^d operations to build: trees whose tables pass this many
-# entries, or whose tables cost more than running every row over the leaves'
-# distinct background patterns, take that direct route instead (same values).
-_MAX_TABLE_ENTRIES = 1 << 22
-# Tables are built and used this many entries at a time (memory bound).
-_TABLE_GROUP_ENTRIES = 1 << 23
-# Background patterns (rows x leaves) of direct-route trees, at a time.
-_PATTERN_GROUP_ENTRIES = 1 << 23
-# Tests set this to "tables" or "direct" to check both routes.
-_FORCE_ROUTE = None
-
-
-def _weight_matrices(kind, parameters, size):
-    """W+(k, m) and W-(k, m) for k, m < ``size`` (kernel header): the value
-    of a feature x satisfies and b fails (+), or b satisfies and x fails (-),
-    on a leaf where k features are of the first kind and m of the second."""
-    w_plus = np.zeros((size, size))
-    w_minus = np.zeros((size, size))
-    if kind == "banzhaf":
-        (q,) = parameters
-        for k in range(size):
-            for m in range(size):
-                if k >= 1:
-                    w_plus[k, m] = q ** (k - 1) * (1.0 - q) ** m
-                if m >= 1:
-                    w_minus[k, m] = q ** k * (1.0 - q) ** (m - 1)
-        return w_plus, w_minus
-    alpha, beta = parameters  # mu = Beta(beta, alpha); Shapley: (1, 1)
-
-    if max(alpha, beta) <= 1000:
-        def beta_ratio(p, r):  # B(p, r) / B(beta, alpha), exactly
-            def b(x, y):
-                return Fraction(math.factorial(x - 1) * math.factorial(y - 1),
-                                math.factorial(x + y - 1))
-            return float(b(p, r) / b(beta, alpha))
-    else:
-        def beta_ratio(p, r):
-            return math.exp(math.lgamma(p) + math.lgamma(r) - math.lgamma(p + r)
-                            - math.lgamma(beta) - math.lgamma(alpha)
-                            + math.lgamma(alpha + beta))
-    for k in range(size):
-        for m in range(size):
-            if k >= 1:  # int t^(k-1) (1-t)^m dBeta(t; beta, alpha)
-                w_plus[k, m] = beta_ratio(k - 1 + beta, m + alpha)
-            if m >= 1:  # int t^k (1-t)^(m-1) dBeta(t; beta, alpha)
-                w_minus[k, m] = beta_ratio(k + beta, m - 1 + alpha)
-    return w_plus, w_minus
-
-
-def _check_background(ensemble, background):
-    if background is None:
-        raise ValueError("background must be given (rows, as X).")
-    if _dask.is_dask_collection(background):
-        raise TypeError(
-            "background must be in memory (an array, DataFrame or sparse matrix); "
-            "it is summarised once per tree, so pass background.compute() (a sample "
-            "of a few hundred to a few thousand rows is typical)."
-        )
-    background = check_rows(ensemble, background)
-    if background.shape[0] == 0:
-        raise ValueError("background has no rows; the interventional game needs at least one.")
-    return background
-
-
-class InterventionalGame:
-    """The background's per-tree summary, ready to explain rows.
-
-    Parameters
-    ----------
-    ensemble : TreeEnsemble
-    background : ndarray, checked (:func:`check_rows`)
-    kind, parameters : the semivalue ("beta", (alpha, beta)) or ("banzhaf", (q,))
-    n_rows : float
-        Rows expected to be explained (chooses each tree's route).
-    n_threads : int
-    """
-
-    def __init__(self, ensemble, background, kind, parameters, n_rows, n_threads):
-        self.ensemble = ensemble
-        self.n_background = background.shape[0]
-        self.structure = structure = _semivalues.pattern_structure(ensemble)
-        leaf_dim = structure["leaf_dim"]
-        tree_leaf_start = structure["tree_leaf_start"]
-        max_dim = int(leaf_dim.max(initial=0))
-        if max_dim > 63:
-            from ._model import UnsupportedModelError
-
-            raise UnsupportedModelError(
-                f"{ensemble.model_type} has a path with {max_dim} distinct features; "
-                "interventional values support at most 63 (use shap_values without "
-                "background for the path-dependent values)."
-            )
-        self.w_plus, self.w_minus = _weight_matrices(kind, parameters, max_dim + 1)
-        self.expected_value = _predict.predict_raw(ensemble, background, n_threads).mean(axis=0)
-        n_trees = ensemble.n_trees
-        if n_trees == 0 or len(leaf_dim) == 0:
-            self.groups, self._summaries = [], {}
-            return
-        starts = tree_leaf_start[:-1]
-        power = np.ldexp(1.0, np.minimum(leaf_dim, 63).astype(int))  # 2^d as float
-        tree_entries = np.add.reduceat(power * leaf_dim, starts)
-        tree_build = np.add.reduceat(3.0 ** np.minimum(leaf_dim, 63) * (1 + leaf_dim / 4), starts)
-        distinct = np.minimum(power, self.n_background)
-        tree_direct = n_rows * np.add.reduceat(distinct * (2 + leaf_dim / 4), starts)
-        multi_node = np.diff(ensemble.tree_start) > 1
-        feasible = tree_entries <= _MAX_TABLE_ENTRIES
-        if _FORCE_ROUTE == "tables":
-            tabulate = feasible
-        elif _FORCE_ROUTE == "direct":
-            tabulate = np.zeros(n_trees, dtype=bool)
-        else:
-            tabulate = feasible & (tree_build <= tree_direct)
-        self.scale = 1.0 / self.n_background
-        self.background = background
-        # Trees in groups of bounded size: tabulated ones (histograms -> tables)
-        # and the others (distinct background patterns per leaf). A group's
-        # summary is built when rows come; kept when it is the only group
-        # (so sparse blocks and dask partitions reuse it), else rebuilt.
-        self.groups = []
-        for route, selected, size_of in (
-                ("tables", tabulate & multi_node, tree_entries),
-                ("direct", ~tabulate & multi_node,
-                 self.n_background * np.diff(tree_leaf_start))):
-            limit = _TABLE_GROUP_ENTRIES if route == "tables" else _PATTERN_GROUP_ENTRIES
-            group, size = [], 0
-            trees = list(np.flatnonzero(selected))
-            for position, t in enumerate(trees):
-                group.append(t)
-                size += size_of[t]
-                if size >= limit or position == len(trees) - 1:
-                    self.groups.append((route, np.asarray(group, np.int64)))
-                    group, size = [], 0
-        self._summaries = {}
-
-    def _summary(self, index, n_threads):
-        if index in self._summaries:
-            return self._summaries[index]
-        route, trees = self.groups[index]
-        if route == "tables":
-            summary = self._tables(trees, self.background, self.scale, n_threads)
-        else:
-            summary = self._patterns(trees, self.background, n_threads)
-        if len(self.groups) == 1:
-            self._summaries[index] = summary
-        return summary
-
-    def _leaves(self, trees):
-        start = self.structure["tree_leaf_start"]
-        return np.concatenate([np.arange(start[t], start[t + 1]) for t in trees]).astype(np.int64)
-
-    def _tables(self, trees, background, scale, n_threads):
-        structure = self.structure
-        leaf_dim = structure["leaf_dim"]
-        leaves = self._leaves(trees)
-        dim = leaf_dim[leaves]
-        hist_by_leaf = np.full(len(leaf_dim), -1, dtype=np.int64)
-        hist_by_leaf[leaves] = np.concatenate([[0], np.cumsum(1 << dim)])[:-1]
-        hist = _interventional.background_histograms(
-            self.ensemble, structure, background, trees, hist_by_leaf, n_threads)
-        table_start = np.concatenate([[0], np.cumsum((1 << dim) * dim)]).astype(np.int64)
-        tables = _interventional.interventional_tables(
-            structure, leaves, hist, hist_by_leaf, table_start, self.w_plus, self.w_minus,
-            scale, n_threads)
-        start_by_leaf = np.full(len(leaf_dim), -1, dtype=np.int64)
-        start_by_leaf[leaves] = table_start[:-1]
-        if self.ensemble.n_values != 1:
-            return trees, tables, start_by_leaf
-        return (trees,) + self._units(leaves, tables, start_by_leaf, n_threads)
-
-    def _units(self, leaves, tables, start_by_leaf, n_threads):
-        """Pair sibling leaves (kernel ``unit_tables``): leaf values folded in."""
-        ens, structure = self.ensemble, self.structure
-        leaf_node = structure["leaf_node"]
-        nodes = leaf_node[leaves]
-        parent = ens.parent[nodes]
-        left, right = ens.children_left[parent], ens.children_right[parent]
-        first = (left == nodes) & (ens.children_left[right] < 0)  # left leaf, sibling a leaf
-        second = (right == nodes) & (ens.children_left[left] < 0)
-        unit_first = leaves[~second]
-        unit_second = np.full(len(unit_first), -1, dtype=np.int64)
-        unit_second[first[~second]] = np.searchsorted(leaf_node, right[first])
-        dim = structure["leaf_dim"][unit_first]
-        unit_bit = structure["node_slot"][leaf_node[unit_first]]
-        sizes = (1 << (dim + (unit_second >= 0))) * dim
-        unit_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        unit_tables = _interventional.unit_tables(
-            ens, structure, tables, start_by_leaf, unit_first, unit_second, unit_bit,
-            unit_start, n_threads)
-        tree = np.searchsorted(structure["tree_leaf_start"], unit_first, side="right") - 1
-        tree_unit_start = np.concatenate(
-            [[0], np.cumsum(np.bincount(tree, minlength=ens.n_trees))]).astype(np.int64)
-        return tree_unit_start, unit_first, unit_second, unit_bit, unit_start, unit_tables
-
-    def _patterns(self, trees, background, n_threads):
-        structure = self.structure
-        n_leaves_all = len(structure["leaf_dim"])
-        leaves = self._leaves(trees)
-        column = np.full(n_leaves_all, -1, dtype=np.int64)
-        column[leaves] = np.arange(len(leaves))
-        patterns = _interventional.background_patterns(
-            self.ensemble, structure, background, trees, column, len(leaves), n_threads)
-        # distinct patterns of each leaf (column) and their counts
-        ordered = np.sort(patterns, axis=0).T  # (leaves, background rows)
-        new = np.ones(ordered.shape, dtype=bool)
-        new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-        first = np.flatnonzero(new.ravel())
-        counts = np.diff(np.append(first, new.size)).astype(np.float64)
-        distinct = ordered.ravel()[first]
-        per_leaf = np.zeros(n_leaves_all, dtype=np.int64)
-        per_leaf[leaves] = new.sum(axis=1)  # leaves ascend, as the columns
-        pattern_start = np.concatenate([[0], np.cumsum(per_leaf)]).astype(np.int64)
-        return trees, pattern_start, distinct, counts
-
-    def values(self, rows, n_threads):
-        """Semivalues (without the expected value) of checked rows, shape
-        (n_rows, n_outputs, n_features)."""
-        ensemble = self.ensemble
-        phi = np.zeros((rows.shape[0], ensemble.n_outputs, ensemble.n_features))
-        for index, (route, _) in enumerate(self.groups):
-            summary = self._summary(index, n_threads)
-            if route == "tables" and len(summary) == 3:  # several values per leaf
-                trees, tables, start_by_leaf = summary
-                _interventional.table_semivalues(ensemble, rows, self.structure, trees, tables,
-                                                 start_by_leaf, phi, n_threads)
-            elif route == "tables":
-                _interventional.unit_semivalues(ensemble, rows, self.structure, *summary, phi,
-                                                n_threads)
-            else:
-                trees, pattern_start, distinct, counts = summary
-                _interventional.direct_semivalues(
-                    ensemble, rows, self.structure, trees, pattern_start, distinct, counts,
-                    self.w_plus, self.w_minus, self.scale, phi, n_threads)
-        return phi
-
-    def explain(self, X, n_threads):
-        """(n_rows, [n_outputs,] n_features + 1): the values, the expected value last."""
-        ensemble = self.ensemble
-        if _is_sparse(X):
-            blocks = [self.values(block, n_threads)
-                      for _, _, block in iter_row_blocks(ensemble, X, 1 << 16)]
-            phi = np.concatenate(blocks, axis=0)
-        else:
-            phi = self.values(check_rows(ensemble, X), n_threads)
-        out = np.empty((phi.shape[0], ensemble.n_outputs, ensemble.n_features + 1))
-        out[:, :, :-1] = phi
-        out[:, :, -1] = self.expected_value
-        return out[:, 0, :] if ensemble.n_outputs == 1 else out
-
-
-def _game_values(game, X, *, n_jobs=None):
-    """One dask block (``_dask.map_rows``): the prepared game on rows X."""
-    return game.explain(X, resolve_n_jobs(n_jobs))
+# Rows per block at the most (the per-row values of a block stay small).
+_BLOCK_ROWS = 1 << 16
 
 
 def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1),
-                          n_jobs=None):
+                          n_jobs=None, verbose="auto"):
     """Exact semivalues of the interventional game of every row of X.
 
     ``v_x(S) = mean over background rows b of f(z)``, ``z_S = x_S``,
@@ -309,6 +61,8 @@ def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1
         ``"beta"`` with ``parameters=(alpha, beta)`` (Shapley: (1, 1)),
         ``"banzhaf"`` with ``parameters=(q,)``.
     n_jobs : int, default=None
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -329,19 +83,26 @@ def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1
     >>> bool(np.isclose(phi[0, -1], model.predict(X[100:]).mean()))
     True
     """
-    ensemble = explainable_ensemble(model)
-    if _dask.is_dask_collection(X):
-        n_threads = resolve_n_jobs(n_jobs)
-        game = InterventionalGame(ensemble, _check_background(ensemble, background), kind,
-                                  parameters, math.inf, n_threads)
-        if len(game.groups) == 1:  # built once here, shipped with the graph
-            game._summary(0, n_threads)
-        return _dask.map_rows(
-            _game_values, game, X, trailing_shape=(ensemble.n_features + 1,) if ensemble.n_outputs == 1 else (
-                ensemble.n_outputs, ensemble.n_features + 1),
-            n_jobs=n_jobs, check=lambda empty: check_rows(ensemble, empty))
-    n_threads = resolve_n_jobs(n_jobs)
-    background = _check_background(ensemble, background)
-    n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
-    game = InterventionalGame(ensemble, background, kind, parameters, n_rows, n_threads)
-    return game.explain(X, n_threads)
+    if background is None:
+        raise ValueError("background must be given (rows, as X).")
+    call = prepare(model, X, background=background, n_jobs=n_jobs, verbose=verbose)
+    return values_of(call, kind, parameters)
+
+
+def values_of(call, kind, parameters, *, desc="Interventional values", route=None):
+    """The interventional values of a prepared call (:class:`._prepare.Call` with
+    a background): the game built once for all rows (``route`` forces one of
+    :data:`._games.interventional.ROUTES`), run on the executor."""
+    ensemble = call.ensemble
+    # a dask X: built once here (on n_jobs threads of this machine, None: all
+    # its cores) and shipped with the graph, for any number of rows
+    n_threads = resolve_n_jobs(call.n_jobs) if call.dask else call.n_threads
+    game = InterventionalGame(ensemble, call.background, kind, parameters,
+                              math.inf if call.dask else call.n_rows, n_threads, route=route)
+    if call.dask and len(game.groups) == 1:
+        game._summary(0, n_threads)
+    # a summary group's tables are rebuilt per block when there are several:
+    # blocks of many rows (bounded by memory)
+    return map_rows(call, game_values, game=game, trailing_shape=call.trailing_shape(
+        ensemble.n_features + 1), desc=desc, seconds_per_row=semivalue_seconds(ensemble, 1),
+        max_block_rows=_BLOCK_ROWS)

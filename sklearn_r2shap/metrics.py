@@ -13,22 +13,19 @@ Each ``v_x(S)`` is the multilinear extension ``F_x`` at the vertex
 ``z = 1_S``, evaluated by the TreeGrad kernel (the same one that computes
 the ranker's gradients).
 
-Layer: public functions. Imports the games (output selection), the
-ground floor and ``attributions``.
+Layer: public functions. Imports ``_prepare``, the games (output selection,
+the curves' block function), ``_execution`` and the ground floor.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import _semivalues
-from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from .attributions import _explained
-from ._games.treegrad import _per_row, _resolve_output, _signed, _take
+from ._execution.cost import semivalue_seconds
+from ._execution.run import map_rows
+from ._games.treegrad import curves_block
+from ._prepare import prepare, split_row_argument
 
 __all__ = ["insertion_deletion", "InsertionDeletion"]
-
-# Rows of vertices evaluated per kernel call (bounds the (rows, p) arrays).
-_CHUNK_POINTS = 1 << 16
 
 
 @dataclass
@@ -129,7 +126,7 @@ def _check_rankings(rankings, n_rows, n_features):
     return np.ascontiguousarray(rankings, dtype=np.int64)
 
 
-def insertion_deletion(model, X, rankings, *, output=None, n_jobs=None):
+def insertion_deletion(model, X, rankings, *, class_index=None, n_jobs=None, verbose="auto"):
     """Insertion and deletion curves of feature rankings on the path-dependent game.
 
     Parameters
@@ -143,12 +140,14 @@ def insertion_deletion(model, X, rankings, *, output=None, n_jobs=None):
         1-dimensional). From scores, ``np.argsort(-scores, axis=1,
         kind="stable")`` ranks ties by the lower index, as
         :meth:`~sklearn_r2shap.TreeGradRanker.rank` does.
-    output : int, array-like of int of shape (n_rows,), or None, default=None
+    class_index : int, array-like of int of shape (n_rows,), or None, default=None
         The output (class) whose game is evaluated, as in
         :func:`~sklearn_r2shap.treegrad_scores`: None is the
         predicted class of each row for classifiers.
     n_jobs : int, default=None
         Threads; None uses all cores.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -173,42 +172,13 @@ def insertion_deletion(model, X, rankings, *, output=None, n_jobs=None):
     >>> bool(np.allclose(result.deletion[:, -1], y.mean()))   # v_x(empty)
     True
     """
-    ensemble = _explained(model)
-    n_rows, n_features = n_rows_features(X)
-    rankings = _check_rankings(rankings, n_rows, n_features)
-    n_threads = resolve_n_jobs(n_jobs)
-    output = _per_row(output)
-
-    def block(rows, part):  # a sparse X goes in blocks of rows
-        rows = check_rows(ensemble, rows)
-        return _curves(ensemble, rows, rankings[part], _take(output, part), n_threads)
-
-    insertion, deletion = map_row_blocks(block, X)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose,
+                   in_memory="insertion_deletion needs X in memory (its rankings are per row).")
+    rankings = _check_rankings(rankings, call.n_rows, call.n_features)
+    rows, fixed = split_row_argument("class_index", class_index, call.n_rows)
+    rows["rankings"] = rankings
+    insertion, deletion = map_rows(
+        call, curves_block, trailing_shape=(call.n_features + 1,), desc="Insertion and deletion",
+        row_arguments=rows, seconds_per_row=semivalue_seconds(call.ensemble, 2 * call.n_features),
+        **fixed)
     return InsertionDeletion(insertion=insertion, deletion=deletion, rankings=rankings)
-
-
-def _curves(ensemble, X, rankings, output, n_threads):
-    """Insertion and deletion curves of the rows X (checked)."""
-    n_rows, n_features = X.shape
-    kernel_output, sign = _resolve_output(ensemble, X, output, n_threads)
-    # position[i, j]: where feature j comes in row i's ranking
-    position = np.empty_like(rankings)
-    np.put_along_axis(position, rankings, np.arange(n_features)[None, :], axis=1)
-    n_points = n_features + 1
-    insertion = np.empty((n_rows, n_points))
-    deletion = np.empty((n_rows, n_points))
-    k = np.arange(n_points)[None, :, None]
-    chunk = max(1, _CHUNK_POINTS // n_points)
-    for start in range(0, n_rows, chunk):
-        stop = min(start + chunk, n_rows)
-        # inserted[r, k, j]: feature j is among the first k of row r's ranking
-        inserted = (position[start:stop, None, :] < k).astype(np.float64)
-        rows = np.repeat(X[start:stop], n_points, axis=0)
-        outputs = np.repeat(kernel_output[start:stop], n_points)
-        for Z, out in ((inserted, insertion), (1.0 - inserted, deletion)):
-            _, value = _semivalues.treegrad(
-                ensemble, rows, np.ascontiguousarray(Z.reshape(-1, n_features)), outputs,
-                n_threads)
-            out[start:stop] = value.reshape(stop - start, n_points)
-    sign = sign[:, None]
-    return _signed(insertion, sign), _signed(deletion, sign)

@@ -38,21 +38,21 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
+from ._execution.cost import semivalue_seconds
+from ._execution.run import map_rows
 from ._games import piecewise as _pw
 from ._kernels import _piecewise
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
-from ._validation import check_rows, iter_row_blocks, map_row_blocks, n_rows_features
-from ._validation import resolve_n_jobs
+from ._prepare import prepare
+from ._validation import n_rows_features
 
 __all__ = [
     "piecewise_shap_values",
     "piecewise_predict",
     "piecewise_ensemble",
-    "PiecewiseLinearExplainer",
 ]
 
 
@@ -75,13 +75,15 @@ def _build_game(ensemble, background, background_weight, n_threads):
         if n_background == 0:
             raise ValueError("background must contain at least one row.")
         weight = _pw._background_weight(background_weight, n_background)
-        # sums over rows, so a sparse background is read one dense block at a time
-        cover = complete = entry_sum = 0.0
-        for first, last, B in iter_row_blocks(ensemble, background, n_background):
-            parts = _piecewise.leaf_statistics(
+
+        def sums(first, last, B):  # a sparse background: one dense block at a time
+            cover, complete, entry_sum = _piecewise.leaf_statistics(
                 ensemble, B, weight[first:last], start, feature,
                 _pw._threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
-            cover, complete, entry_sum = cover + parts[0], complete + parts[1], entry_sum + parts[2]
+            return {"cover": cover, "complete": complete, "entry_sum": entry_sum}
+
+        total = _local.reduce_blocks(sums, ensemble, background, block_rows=n_background)
+        cover, complete, entry_sum = total["cover"], total["complete"], total["entry_sum"]
     return _pw.game_from_statistics(ensemble, start, feature, coef, fallback, cover, complete,
                                     entry_sum)
 
@@ -106,20 +108,23 @@ def _dask_leaf_statistics(ensemble, background, background_weight, start, featur
     return total["cover"], total["complete"], total["entry_sum"]
 
 
-def _values(game, X, n_jobs):
-    """The game's block function over X: a dask collection's partitions (lazy),
-    or the rows in memory (a sparse X one dense block at a time)."""
+def values_of(call, game, *, route=None):
+    """The game's values over a prepared call's rows (``route``: one of
+    :data:`._games.piecewise.ROUTES`, or None to choose by cost)."""
     ensemble = game.ensemble
-    if _dask.is_dask_collection(X):
-        width = ensemble.n_features + 1
-        return _dask.map_checked_rows(
-            _pw.game_values, ensemble, X, game=game, n_jobs=n_jobs, name="piecewise_shap_values",
-            trailing_shape=(width,) if ensemble.n_outputs == 1 else (ensemble.n_outputs, width))
-    return _local.map_blocks(_pw.game_values, ensemble, X, game=game, block_rows=1 << 30,
-                             n_threads=resolve_n_jobs(n_jobs))
+    return map_rows(call, _pw.game_values, game=game, desc="Piecewise SHAP values",
+                    trailing_shape=call.trailing_shape(ensemble.n_features + 1),
+                    seconds_per_row=semivalue_seconds(ensemble, len(game.points)), route=route)
 
 
-def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None):
+def _values(game, X, n_jobs, verbose=0):
+    """The values of a built game on rows X (for :class:`PiecewiseLinearExplainer`)."""
+    return values_of(prepare(game.ensemble, X, n_jobs=n_jobs, verbose=verbose,
+                             ensemble_of=to_ensemble), game)
+
+
+def piecewise_shap_values(model, X, *, background, background_weight=None, n_jobs=None,
+                          verbose="auto"):
     """Exact SHAP values of a piecewise-linear tree ensemble (or a constant-leaf one).
 
     The game (documentation page "Piecewise-linear trees") is TreeSHAP's path-dependent value
@@ -155,6 +160,8 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         blocks when ``background`` is one.
     n_jobs : int, default=None
         Threads; None uses all cores.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -181,20 +188,27 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5], raw_score=True)))
     True
     """
-    if _pipeline.is_pipeline(model):  # its last step, rows and background transformed
-        background = _pipeline.transform(model, background)
-    model, X, _ = _pipeline.unwrap(model, X)
-    ensemble = to_ensemble(model)
-    n_threads = resolve_n_jobs(n_jobs)
-    game = _build_game(ensemble, background, background_weight, n_threads)
-    return _values(game, X, n_jobs)
+    return _shap_values(model, X, background=background, background_weight=background_weight,
+                        n_jobs=n_jobs, verbose=verbose)
 
 
-def piecewise_predict(model, X, *, n_jobs=None):
+def _shap_values(model, X, *, background, background_weight=None, n_jobs=None, verbose="auto",
+                 route=None):
+    """:func:`piecewise_shap_values`, with the ``route`` of the game's values
+    (:data:`._games.piecewise.ROUTES`; None chooses by cost)."""
+    # the background is summed (covers, leaf means), not explained: checked as it is read
+    call = prepare(model, X, background=background, n_jobs=n_jobs, verbose=verbose,
+                   ensemble_of=to_ensemble, check_background=False)
+    game = _build_game(call.ensemble, call.background, background_weight, call.n_threads)
+    return values_of(call, game, route=route)
+
+
+def piecewise_predict(model, X, *, n_jobs=None, verbose="auto"):
     """Raw prediction of a tree ensemble with linear leaves, shape (n_rows, n_outputs).
 
     A leaf predicts ``b_l + sum_k a_lk x_k``, or its fallback value when one
     of those ``x_k`` is NaN (LightGBM's rule); constant leaves their value.
+    ``verbose``: progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Examples
     --------
@@ -206,12 +220,11 @@ def piecewise_predict(model, X, *, n_jobs=None):
     >>> piecewise_predict(ensemble, [[-2.0, 0.0], [1.0, 3.0]])[:, 0].tolist()
     [0.0, -1.0]
     """
-    ensemble = to_ensemble(model)
-    start, feature, coef, fallback = _pw._linear_arrays(ensemble)
-    n_threads = resolve_n_jobs(n_jobs)
-    return map_row_blocks(
-        lambda rows, _: _piecewise.predict_linear(ensemble, check_rows(ensemble, rows), start,
-                                                  feature, coef, fallback, n_threads), X)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose, ensemble_of=to_ensemble)
+    ensemble = call.ensemble
+    return map_rows(call, _pw.predict_block, trailing_shape=(ensemble.n_outputs,),
+                    desc="Piecewise predictions", seconds_per_row=semivalue_seconds(ensemble, 1),
+                    linear=_pw._linear_arrays(ensemble))
 
 
 # ----------------------------------------------------------------------------

@@ -14,16 +14,16 @@ scikit-learn feature selector.
 
 Which output is explained
 -------------------------
-All functions take ``output``, the index of the model output (class) whose
+All functions take ``class_index``, the index of the model output (class) whose
 game is explained:
 
-* single-output models (regressors): that output; ``output`` may be None or 0;
+* single-output models (regressors): that output; ``class_index`` may be None or 0;
 * models with one output per class (multiclass boosting margins, the class
-  probabilities of scikit-learn tree and forest classifiers): ``output`` is a
-  class index, or an array of one class index per row; None means the
+  probabilities of scikit-learn tree and forest classifiers): ``class_index``
+  is a class index, or an array of one class index per row; None means the
   **predicted class of each row** (the argmax of the raw output, which is the
   class the model's ``predict`` returns);
-* binary boosted classifiers with one margin (log-odds of class 1): ``output``
+* binary boosted classifiers with one margin (log-odds of class 1): ``class_index``
   is a class index too: 1 is the margin, 0 its negation (the log-odds of
   class 0; the game, its gradients, values and scores change sign); None is
   again the predicted class of each row (class 1 where the margin is > 0);
@@ -40,21 +40,14 @@ import numbers
 
 import numpy as np
 
-from . import _pipeline
-from ._execution.local import Progress
+from ._execution.cost import semivalue_seconds
+from ._execution.run import map_rows
 from ._games import treegrad as _tg
-from ._games.treegrad import _per_row, _resolve_output, _signed, _take
-from ._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from .attributions import _explained
+from ._prepare import prepare, split_row_argument
 
 __all__ = ["multilinear_gradient", "treegrad_scores"]
 
 _OPTIMIZERS = ("adam", "gd")
-_CHUNK_ROWS = 1024
-
-
-# --------------------------------------------------------------------------
-# Parameter checks
 
 
 def _check_points(z, shape):
@@ -88,29 +81,22 @@ def _check_ranker_params(n_iter, step_size, optimizer):
     return int(n_iter), float(step_size), optimizer == "adam"
 
 
-def _ranker_scores(ensemble, X, kernel_output, sign, n_iter, step_size, adam, n_threads,
-                   verbose=0):
-    """zeta of every row, in chunks of rows when progress is shown."""
-    n_rows = X.shape[0]
-    chunk = _CHUNK_ROWS if verbose else max(n_rows, 1)
-    zeta = np.empty((n_rows, ensemble.n_features))
-    structure = _tg.pattern_structure(ensemble)
-    progress = Progress(n_rows, verbose, "TreeGrad-Ranker")
-    for start in range(0, n_rows, chunk):
-        stop = min(start + chunk, n_rows)
-        zeta[start:stop] = _tg.ranker_scores(
-            ensemble, structure, X[start:stop], kernel_output[start:stop], n_iter, step_size,
-            adam, n_threads)
-        progress.update(stop - start)
-    progress.close()
-    return _signed(zeta, sign[:, None])
+def scores_of(call, *, n_iter, step_size, adam, class_index=None):
+    """TreeGrad-Ranker scores of a prepared call's rows (checked parameters)."""
+    rows, fixed = split_row_argument("class_index", class_index, call.n_rows)
+    ensemble = call.ensemble
+    return map_rows(call, _tg.ranker_block, trailing_shape=(ensemble.n_features,),
+                    desc="TreeGrad-Ranker", row_arguments=rows,
+                    seconds_per_row=semivalue_seconds(ensemble, 2 * n_iter),
+                    structure=_tg.pattern_structure(ensemble), n_iter=n_iter,
+                    step_size=step_size, adam=adam, **fixed)
 
 
 # --------------------------------------------------------------------------
 # Functions
 
 
-def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
+def multilinear_gradient(model, X, z, *, class_index=None, n_jobs=None, verbose="auto"):
     """Gradient and value of the multilinear extension of each row's game.
 
     For row ``x`` with path-dependent game ``v_x`` (page "Local attributions"),
@@ -130,13 +116,15 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
         Rows to explain.
     z : array-like of shape (n_features,) or (n_rows, n_features)
         The point (the same for every row, or one per row), in ``[0, 1]``.
-    output : int, array-like of int of shape (n_rows,), or None, default=None
+    class_index : int, array-like of int of shape (n_rows,), or None, default=None
         The output whose game is explained: see the module docstring. For
         classifiers a class index; None is the predicted class of each row.
         For a binary boosted classifier 1 is its margin and 0 the negated
         margin (log-odds of class 0).
     n_jobs : int, default=None
         Threads; None uses all cores.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -158,24 +146,17 @@ def multilinear_gradient(model, X, z, *, output=None, n_jobs=None):
     >>> grad.shape
     (3, 10)
     """
-    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
-    ensemble = _explained(model)
-    n_threads = resolve_n_jobs(n_jobs)
-    Z = _check_points(z, n_rows_features(X))
-    output = _per_row(output)
-
-    def block(rows, part):
-        rows = check_rows(ensemble, rows)
-        kernel_output, sign = _resolve_output(ensemble, rows, _take(output, part), n_threads)
-        gradient, value = _tg.gradient(ensemble, rows, np.ascontiguousarray(Z[part]),
-                                       kernel_output, n_threads)
-        return _signed(gradient, sign[:, None]), _signed(value, sign)
-
-    return map_row_blocks(block, X)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose,
+                   in_memory="multilinear_gradient needs X in memory (its points z are per row).")
+    rows, fixed = split_row_argument("class_index", class_index, call.n_rows)
+    rows["z"] = _check_points(z, (call.n_rows, call.n_features))
+    return map_rows(call, _tg.gradient_block, trailing_shape=(call.n_features,),
+                    desc="Multilinear gradient", row_arguments=rows,
+                    seconds_per_row=semivalue_seconds(call.ensemble, 1), **fixed)
 
 
-def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", output=None,
-                    n_jobs=None):
+def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", class_index=None,
+                    n_jobs=None, verbose="auto"):
     """TreeGrad-Ranker scores of every row (Algorithms 2 and 10).
 
     Starting from ``z = 1/2``, each of the ``n_iter`` steps takes the
@@ -204,10 +185,13 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
         Learning rate epsilon (the paper's choice, with T = 100).
     optimizer : {"adam", "gd"}, default="adam"
         Adam (Algorithm 10) or projected gradient ascent (Algorithm 2).
-    output : int, array-like of int of shape (n_rows,), or None, default=None
+    class_index : int, array-like of int of shape (n_rows,), or None, default=None
         The output (class) explained; see :func:`multilinear_gradient`.
     n_jobs : int, default=None
-        Threads; None uses all cores.
+        Threads; None uses all cores. The scores do not depend on it (bit
+        for bit).
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -230,16 +214,6 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", ou
     True
     """
     n_iter, step_size, adam = _check_ranker_params(n_iter, step_size, optimizer)
-    model, X, _ = _pipeline.unwrap(model, X)  # a Pipeline: its last step, X transformed
-    ensemble = _explained(model)
-    n_threads = resolve_n_jobs(n_jobs)
-    n_rows_features(X)
-    output = _per_row(output)
-
-    def block(rows, part):
-        rows = check_rows(ensemble, rows)
-        kernel_output, sign = _resolve_output(ensemble, rows, _take(output, part), n_threads)
-        return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
-                              n_threads)
-
-    return map_row_blocks(block, X)
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
+    return scores_of(call, n_iter=n_iter, step_size=step_size, adam=adam,
+                     class_index=class_index)

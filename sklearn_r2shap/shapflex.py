@@ -30,12 +30,12 @@ from sklearn.utils import check_array
 
 from . import _pipeline
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
-from ._scores import R2Decomposition, check_target
+from ._scores import ShapFlexDecomposition, check_target
 from ._validation import column_names, n_rows_features
 from .attributions import shap_values as tree_shap_values
 from .piecewise import piecewise_shap_values
 
-__all__ = ["shapflex_decomposition", "model_shap_values"]
+__all__ = ["shapflex_decomposition", "model_shap_values", "ShapFlexDecomposition"]
 
 # |sum_j phi_j + phi_0 - predict(X)| allowed, relative to the scale of the predictions
 _ADDITIVITY_RTOL = 1e-5
@@ -209,7 +209,7 @@ def _linear_shap(model, X, n_features):
     return phi, np.full(Z.shape[0], phi_0)
 
 
-def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
+def model_shap_values(model, X, *, shap_values=None, n_jobs=None, verbose="auto"):
     """SHAP values of a regressor for shapFlex, from the first source that applies.
 
     1. ``shap_values(model, X)`` when given.
@@ -232,6 +232,8 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
         value), or a ``shap.Explanation``.
     n_jobs : int, default=None
         Threads of the tree kernels.
+    verbose : "auto" or int, default="auto"
+        Progress of the tree kernels, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
@@ -279,10 +281,11 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
                 "the R^2 of a single-output regressor."
             )
         if ensemble.has_linear_leaves:
-            values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs)
+            values = piecewise_shap_values(ensemble, X, background=X, n_jobs=n_jobs,
+                                           verbose=verbose)
             source = "piecewise-linear tree"
         else:
-            values = tree_shap_values(ensemble, X, n_jobs=n_jobs)
+            values = tree_shap_values(ensemble, X, n_jobs=n_jobs, verbose=verbose)
             source = "tree"
         return values[:, :-1], values[:, -1], source
     if _is_linear_regressor(model):
@@ -296,7 +299,8 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None):
     )
 
 
-def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None, n_jobs=None):
+def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None, n_jobs=None,
+                           verbose="auto"):
     """shapFlex R^2 shares of a fitted regressor on (X, y) from its SHAP values.
 
     With ``phi`` the SHAP matrix of the model on X (:func:`model_shap_values`),
@@ -323,13 +327,16 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
         Weighted variances.
     n_jobs : int, default=None
         Threads of the tree kernels.
+    verbose : "auto" or int, default="auto"
+        Progress of the tree kernels, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------
-    R2Decomposition
-        With ``method="shapflex"``: ``shares`` the shares R2_j, ``score``
-        Gelman's R^2, ``sigma_unique``, ``residual_variance_ratios`` and NaN
-        standard errors (the shares are not sums of per-row terms).
+    ShapFlexDecomposition
+        ``shares`` the shares R2_j, ``score`` Gelman's R^2, ``sigma_unique``,
+        ``residual_variance_ratios``, ``source`` (where the SHAP values came
+        from) and NaN standard errors (the shares are not sums of per-row
+        terms).
 
     Raises
     ------
@@ -355,15 +362,15 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     names = column_names(X)
     n_rows, n_features = n_rows_features(X)
     y, weight, _ = check_target(y, n_rows, sample_weight)
-    phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs)
+    phi, phi_0, source = model_shap_values(model, X, shap_values=shap_values, n_jobs=n_jobs,
+                                           verbose=verbose)
     prediction = _checked_prediction(model, X, phi, phi_0, y, source)
     importances, r2, sigma_unique, ratios = shapflex_shares(phi, prediction, y, weight)
     if names is None:
         names = np.array([f"x{j}" for j in range(n_features)], dtype=object)
-    return R2Decomposition(
-        shares=importances, std_errors=np.full(n_features, np.nan), score=r2,
-        unattributed=r2 - float(importances.sum()), feature_names=names,
-        mode=source, n_rows=n_rows, method="shapflex", sigma_unique=sigma_unique,
+    return ShapFlexDecomposition(
+        shares=importances, score=r2, unattributed=r2 - float(importances.sum()),
+        feature_names=names, source=source, n_rows=n_rows, sigma_unique=sigma_unique,
         residual_variance_ratios=ratios, model_name=type(model).__name__,
     )
 

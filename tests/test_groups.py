@@ -1,7 +1,6 @@
 """Feature groups as players: exact Shapley values of the group game, against
 enumeration of group subsets with the reference value function (tests/reference.py)
 of the model's own ensemble."""
-import importlib
 import itertools
 import math
 
@@ -20,8 +19,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import reference
 from sklearn_r2shap import explain, shap_values, to_ensemble
-
-explain_module = importlib.import_module("sklearn_r2shap._games.semivalues")
+from sklearn_r2shap.attributions import semivalues
 
 
 def brute_force(ensemble, x, players, weight=None):
@@ -99,12 +97,11 @@ def models():
 
 @pytest.mark.parametrize("route", ["tables", "quadrature"])
 def test_against_enumeration_of_group_subsets(models, route, monkeypatch):
-    monkeypatch.setattr(explain_module, "_FORCE_ROUTE", route)
     for name, model, X in models:
         ensemble = to_ensemble(model)
         for groups in GROUPS:
             players = _players(groups, X.shape[1])
-            phi = shap_values(model, X[:5], groups=groups)
+            phi = semivalues(model, X[:5], groups=groups, route=route)
             phi = phi if phi.ndim == 3 else phi[:, None, :]
             assert phi.shape[-1] == len(players) + 1, name
             for i in range(5):

@@ -22,7 +22,7 @@ from sklearn_r2shap import (
     to_ensemble,
 )
 from sklearn_r2shap._games import semivalues as games
-from sklearn_r2shap.attributions import probabilistic_values
+from sklearn_r2shap.attributions import probabilistic_values, semivalues
 
 pd = pytest.importorskip("pandas")
 
@@ -130,10 +130,10 @@ IV_PLAYERS = [[0, 3], [1, 2], [4]]
 
 
 def check_groups(model, raw, rows, background, *, groups=IV_GROUPS, players=IV_PLAYERS,
-                 rtol=1e-7):
-    """Grouped interventional SHAP values against enumeration, efficiency and the
-    expected value."""
-    phi = shap_values(model, rows, background=background, groups=groups)
+                 rtol=1e-7, route=None):
+    """Grouped interventional SHAP values (on ``route``; None: by cost) against
+    enumeration, efficiency and the expected value."""
+    phi = semivalues(model, rows, background=background, groups=groups, route=route)
     phi = phi if phi.ndim == 3 else phi[:, None, :]
     ref = interventional_brute_force(raw, rows, background, players)
     scale = max(1.0, float(np.abs(ref).max()))
@@ -236,20 +236,17 @@ def test_interventional_groups_catboost_one_hot_categorical_multiclass():
 
 @pytest.mark.parametrize("route", ["tables", "direct"])
 def test_interventional_groups_banzhaf_beta_and_both_routes(monkeypatch, route):
-    from sklearn_r2shap import interventional as iv
-
     xgb = pytest.importorskip("xgboost")
-    monkeypatch.setattr(iv, "_FORCE_ROUTE", route)
     X, y = _data(nan=0.15)
     model = xgb.XGBRegressor(n_estimators=6, max_depth=4, n_jobs=1).fit(X, y)
     raw = functools.partial(model.predict, output_margin=True)
     rows, bg = _split(X)
-    check_groups(model, raw, rows, bg, rtol=1e-5)
+    check_groups(model, raw, rows, bg, rtol=1e-5, route=route)
     for phi, weight in (
-            (banzhaf_values(model, rows, q=0.3, background=bg, groups=IV_GROUPS),
-             reference.banzhaf_weight(0.3)),
-            (beta_shapley_values(model, rows, alpha=4, beta=2, background=bg,
-                                 groups=IV_GROUPS), reference.beta_weight(4, 2))):
+            (semivalues(model, rows, kind="banzhaf", parameters=(0.3,), background=bg,
+                        groups=IV_GROUPS, route=route), reference.banzhaf_weight(0.3)),
+            (semivalues(model, rows, kind="beta", parameters=(4, 2), background=bg,
+                        groups=IV_GROUPS, route=route), reference.beta_weight(4, 2))):
         ref = interventional_brute_force(raw, rows, bg, IV_PLAYERS, weight)[:, 0]
         assert np.abs(ref).max() > 1e-2
         np.testing.assert_allclose(phi[:, :-1], ref, rtol=0, atol=1e-5 * np.abs(ref).max())

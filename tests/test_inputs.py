@@ -33,6 +33,7 @@ from sklearn_r2shap import (
     treegrad_scores,
 )
 from sklearn_r2shap import _validation
+from sklearn_r2shap._execution import local
 from sklearn_r2shap.metrics import insertion_deletion
 
 xgb = pytest.importorskip("xgboost")
@@ -299,7 +300,7 @@ def small_blocks(monkeypatch):
         seen.append(X.shape[0])
         return original(ensemble, X)
 
-    monkeypatch.setattr(_validation, "_block_rows", lambda n_features: 16)
+    monkeypatch.setattr(local, "_block_rows", lambda n_features: 16)
     monkeypatch.setattr(_validation, "_sparse_to_dense", record)
     return seen
 
@@ -413,8 +414,8 @@ def test_sparse_multiclass_by_blocks(small_blocks):
     own = np.stack([part.toarray() for part in model.predict(X, pred_contrib=True)], axis=1)
     np.testing.assert_allclose(phi, own, atol=1e-10)
     output = labels.astype(np.int64)
-    np.testing.assert_allclose(treegrad_scores(model, X, n_iter=3, output=output),
-                               treegrad_scores(model, X.toarray(), n_iter=3, output=output),
+    np.testing.assert_allclose(treegrad_scores(model, X, n_iter=3, class_index=output),
+                               treegrad_scores(model, X.toarray(), n_iter=3, class_index=output),
                                atol=1e-12)
 
 

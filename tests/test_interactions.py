@@ -17,14 +17,15 @@ from sklearn_r2shap import (
     shap_values,
     to_ensemble,
 )
+from sklearn_r2shap._games import interactions as interaction_games
 from sklearn_r2shap._model._ensemble import TreeArrays, TreeEnsemble
+from sklearn_r2shap.interactions import interaction_values
 from test_kernels import deep_spine_tree, random_ensemble
 
 
 @pytest.fixture(params=["tables", "rows"])
-def route(request, monkeypatch):
-    """Run a test through both routes of the kernel (pattern tables, per row)."""
-    monkeypatch.setattr(interactions, "_FORCE_ROUTE", request.param)
+def route(request):
+    """Both routes of the kernel (pattern tables, per row)."""
     return request.param
 
 
@@ -62,10 +63,11 @@ def brute_interactions(ens, x):
     return out
 
 
-def check_brute_force(model, X, rel=1e-11):
-    """Our values of every row of X against brute force, and the layout."""
+def check_brute_force(model, X, rel=1e-11, route=None):
+    """Our values (on ``route``; None: by cost) of every row of X against brute
+    force, and the layout."""
     ens = to_ensemble(model)
-    got = shap_interaction_values(model, X)
+    got = interaction_values(model, X, route=route)
     width = ens.n_features + 1
     assert got.shape == ((len(X), width, width) if ens.n_outputs == 1
                          else (len(X), ens.n_outputs, width, width))
@@ -115,7 +117,7 @@ ENSEMBLES = {
 @pytest.mark.parametrize("name", ENSEMBLES)
 def test_random_ensembles_match_brute_force(name, route):
     ens, X = random_ensemble(**ENSEMBLES[name])
-    got = check_brute_force(ens, X)
+    got = check_brute_force(ens, X, route=route)
     check_properties(ens, X, got)
 
 
@@ -128,9 +130,10 @@ def test_deep_tree_matches_brute_force(depth, route):
                                   n_features=p)
     X = rng.normal(size=(2, p)) * 2
     # 2^11 patterns of 66 numbers per leaf: tabulated when forced, up to the table limit
-    tabulated = interactions._plan(ens, interactions._semivalues.pattern_structure(ens), 2)[1]
+    tabulated = interaction_games._plan(
+        ens, interaction_games._semivalues.pattern_structure(ens), 2, route)[1]
     assert bool(tabulated) == (route == "tables" and depth == 24)
-    got = check_brute_force(ens, X, rel=1e-10)
+    got = check_brute_force(ens, X, rel=1e-10, route=route)
     check_properties(ens, X, got)
 
 
@@ -194,7 +197,7 @@ def test_more_than_64_features_on_a_path(route):
     ens = TreeEnsemble.from_trees([deep_spine_tree(rng, 75, 70)], base_value=[0.0], n_features=p)
     assert ens.n_path_features == 70
     X = rng.normal(size=(2, p))
-    got = shap_interaction_values(ens, X)
+    got = interaction_values(ens, X, route=route)
     check_properties(ens, X, got)
     assert np.all(got[:, 70:72, :] == 0)  # null players
     for r in range(len(X)):
@@ -216,7 +219,7 @@ def test_zero_cover_node(route):
     )
     ens = TreeEnsemble.from_trees([tree], base_value=[0.0], n_features=3)
     X = np.array([[1.0, -1.0, 0], [1.0, 1.0, 0], [-1.0, 1.0, 0]])
-    got = check_brute_force(ens, X, rel=1e-13)
+    got = check_brute_force(ens, X, rel=1e-13, route=route)
     assert np.all(np.isfinite(got))
     assert np.any(got[:, 0, 0, 1] != 0)
     check_properties(ens, X, got)
@@ -227,11 +230,7 @@ def test_routes_agree_and_null_players_get_zero():
     X = np.repeat(X, 30, axis=0)
     by_route = {}
     for name in ("tables", "rows"):
-        interactions._FORCE_ROUTE = name
-        try:
-            by_route[name] = shap_interaction_values(ens, X)
-        finally:
-            interactions._FORCE_ROUTE = None
+        by_route[name] = interaction_values(ens, X, route=name)
     np.testing.assert_allclose(by_route["tables"], by_route["rows"], rtol=0, atol=1e-13)
     used = set(ens.feature[ens.children_left >= 0])
     unused = [j for j in range(8) if j not in used]
@@ -243,9 +242,9 @@ def test_routes_agree_and_null_players_get_zero():
 def test_results_do_not_depend_on_n_jobs(route):
     ens, X = random_ensemble(seed=7, n_trees=5, n_outputs=2)
     X = np.repeat(X, 40, axis=0) + np.repeat(np.arange(40.0), len(X))[:, None] * 0.01
-    one = shap_interaction_values(ens, X, n_jobs=1)
-    np.testing.assert_array_equal(one, shap_interaction_values(ens, X, n_jobs=2))
-    np.testing.assert_array_equal(one, shap_interaction_values(ens, X, n_jobs=-1))
+    one = interaction_values(ens, X, n_jobs=1, route=route)
+    np.testing.assert_array_equal(one, interaction_values(ens, X, n_jobs=2, route=route))
+    np.testing.assert_array_equal(one, interaction_values(ens, X, n_jobs=-1, route=route))
 
 
 def test_zero_rows_and_inputs():
@@ -259,13 +258,13 @@ def test_zero_rows_and_inputs():
 
 def test_sparse_rows_equal_dense(monkeypatch):
     sparse = pytest.importorskip("scipy.sparse")
-    from sklearn_r2shap import _validation
+    from sklearn_r2shap._execution import local
 
     ens, X = random_ensemble(seed=9, n_trees=4)
     X = np.nan_to_num(np.repeat(X, 10, axis=0))
     X[np.abs(X) < 0.5] = 0.0
-    monkeypatch.setattr(_validation, "_block_rows", lambda n_features: 7)  # several blocks
-    monkeypatch.setattr(interactions, "_TABLE_CACHE_ENTRIES", 0)  # tables rebuilt per block
+    monkeypatch.setattr(local, "_block_rows", lambda n_features: 7)  # several blocks
+    monkeypatch.setattr(interaction_games, "_TABLE_CACHE_ENTRIES", 0)  # tables rebuilt per block
     np.testing.assert_array_equal(shap_interaction_values(ens, sparse.csr_matrix(X)),
                                   shap_interaction_values(ens, X))
 

@@ -82,3 +82,125 @@ def test_sigint_stops_kernel(which):
     assert fields["threads"] == "1"
     assert float(fields["busy"]) < 0.1
     assert proc.returncode == 0
+
+
+# --------------------------------------------------------------------------
+# Every public function: progress with verbose=1, KeyboardInterrupt between blocks
+
+
+def _public_calls():
+    """name -> f(verbose) calling a public function on 30 rows (several blocks)."""
+    import numpy as np
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import sklearn_r2shap as sr
+    from sklearn_r2shap.attributions import probabilistic_values
+    from sklearn_r2shap.interventional import interventional_values
+    from sklearn_r2shap.metrics import insertion_deletion
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = X[:, 0] + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=60)
+    model = GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    pipeline = make_pipeline(StandardScaler(), model).fit(X, y)
+    rows, background = X[:30], X[30:]
+    ranking = np.argsort(-np.abs(rows), axis=1, kind="stable")
+    shapley = [0.25, 1 / 12, 1 / 12, 0.25]
+    return {
+        "shap_values": lambda v: sr.shap_values(model, rows, verbose=v),
+        "shap_values(groups)": lambda v: sr.shap_values(model, rows, groups={"a": [0, 1]},
+                                                        verbose=v),
+        "shap_values(background)": lambda v: sr.shap_values(model, rows, background=background,
+                                                            verbose=v),
+        "shap_values(pipeline)": lambda v: sr.shap_values(pipeline, rows, verbose=v),
+        "banzhaf_values": lambda v: sr.banzhaf_values(model, rows, q=0.3, verbose=v),
+        "beta_shapley_values": lambda v: sr.beta_shapley_values(model, rows, alpha=4, verbose=v),
+        "probabilistic_values": lambda v: probabilistic_values(model, rows, shapley, verbose=v),
+        "saabas_values": lambda v: sr.saabas_values(model, rows, verbose=v),
+        "predict_raw": lambda v: sr.predict_raw(model, rows, verbose=v),
+        "shap_interaction_values": lambda v: sr.shap_interaction_values(model, rows, verbose=v),
+        "interventional_values": lambda v: interventional_values(model, rows, background,
+                                                                 verbose=v),
+        "explain": lambda v: sr.explain(model, rows, interactions=True, verbose=v).values,
+        # (the exact algorithm shares each tree's tables over at least a few
+        # hundred rows: one block here; the sampled one takes the blocks given)
+        "r2_decomposition": lambda v: sr.r2_decomposition(
+            model, rows, y[:30], algorithm="sampled", random_state=0, verbose=v).shares,
+        "treegrad_scores": lambda v: sr.treegrad_scores(model, rows, n_iter=5, verbose=v),
+        "multilinear_gradient": lambda v: sr.multilinear_gradient(model, rows, np.full(4, 0.3),
+                                                                  verbose=v),
+        "insertion_deletion": lambda v: insertion_deletion(model, rows, ranking,
+                                                           verbose=v).insertion,
+        "piecewise_shap_values": lambda v: sr.piecewise_shap_values(
+            model, rows, background=background, verbose=v),
+        "piecewise_predict": lambda v: sr.piecewise_predict(model, rows, verbose=v),
+        "shapflex_decomposition": lambda v: sr.shapflex_decomposition(
+            model, rows, y[:30], verbose=v).shares,
+    }
+
+
+PUBLIC_CALLS = list(_public_calls()) if sys.platform != "win32" else []
+
+
+def _as_arrays(result):
+    import numpy as np
+
+    return [np.asarray(part) for part in (result if isinstance(result, tuple) else (result,))]
+
+
+@pytest.mark.parametrize("name", PUBLIC_CALLS)
+def test_every_public_function_shows_progress_and_stops_between_blocks(name, monkeypatch,
+                                                                       capsys):
+    """verbose=1 shows the executor's progress; a KeyboardInterrupt raised inside
+    the second block leaves at once (no third block runs), the progress is
+    closed, and the next call gives the values of an uninterrupted one."""
+    import numpy as np
+
+    from sklearn_r2shap._execution import local
+
+    monkeypatch.setattr(local, "block_rows_for", lambda *args, **kwargs: 7)  # 5 blocks
+    call = _public_calls()[name]
+    want = _as_arrays(call(0))
+    assert capsys.readouterr().err == ""  # verbose=0 is silent
+
+    bars = []
+
+    class Recorded(local.Progress):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+    monkeypatch.setattr(local, "Progress", Recorded)
+    got = _as_arrays(call(1))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert bars and all(bar.verbose and bar.closed for bar in bars)
+    assert any(bar.done == bar.total == 30 for bar in bars)
+    assert "row" in capsys.readouterr().err  # the bar (tqdm) or its lines
+
+    blocks = []
+    originals = {executor: getattr(local, executor)
+                 for executor in ("map_blocks", "reduce_blocks")}
+    for executor, original in originals.items():
+
+        def interrupted(function, *args, _original=original, **kwargs):
+            def block(*block_args, **block_kwargs):
+                blocks.append(1)
+                if len(blocks) == 2:  # as a kernel does on SIGINT
+                    raise KeyboardInterrupt
+                return function(*block_args, **block_kwargs)
+            return _original(block, *args, **kwargs)
+
+        monkeypatch.setattr(local, executor, interrupted)
+    bars.clear()
+    with pytest.raises(KeyboardInterrupt):
+        call(1)
+    assert len(blocks) == 2  # nothing ran after the interrupt
+    assert bars and all(bar.closed for bar in bars)
+    for executor, original in originals.items():  # the same blocks, uninterrupted
+        monkeypatch.setattr(local, executor, original)
+    again = _as_arrays(call(0))
+    for a, b in zip(again, want):
+        np.testing.assert_array_equal(a, b)

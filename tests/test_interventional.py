@@ -14,7 +14,8 @@ import pytest
 import reference  # noqa: E402  (tests/ is on sys.path under pytest)
 
 from sklearn_r2shap import banzhaf_values, beta_shapley_values, shap_values
-from sklearn_r2shap import interventional as iv
+from sklearn_r2shap._games import interventional as iv
+from sklearn_r2shap.attributions import semivalues
 
 pd = pytest.importorskip("pandas")
 
@@ -64,9 +65,10 @@ def as_3d(phi):
     return phi[:, None, :] if phi.ndim == 2 else phi
 
 
-def check(model, raw, X, background, *, atol=1e-9, rtol=1e-7, **kwargs):
-    """Ours against brute force, additivity and the expected value."""
-    phi = as_3d(shap_values(model, X, background=background, **kwargs))
+def check(model, raw, X, background, *, atol=1e-9, rtol=1e-7, route=None, **kwargs):
+    """Ours (on ``route``, None: by cost) against brute force, additivity and the
+    expected value."""
+    phi = as_3d(semivalues(model, X, background=background, route=route, **kwargs))
     ref = brute_force(raw, X, background)
     scale = max(1.0, float(np.abs(ref).max()))
     np.testing.assert_allclose(phi[:, :, :-1], ref, rtol=0, atol=atol + rtol * scale)
@@ -260,11 +262,9 @@ def test_both_routes_and_n_jobs_bit_identical(monkeypatch, route):
     X, y = _data(seed=5, n=600, p=8, nan=0.1)
     model = lgb.LGBMRegressor(n_estimators=15, num_leaves=31, min_child_samples=3,
                               verbose=-1, n_jobs=1).fit(X, y)
-    monkeypatch.setattr(iv, "_FORCE_ROUTE", route)
-    one = shap_values(model, X[:150], background=X[300:], n_jobs=1)
-    two = shap_values(model, X[:150], background=X[300:], n_jobs=2)
+    one = semivalues(model, X[:150], background=X[300:], n_jobs=1, route=route)
+    two = semivalues(model, X[:150], background=X[300:], n_jobs=2, route=route)
     np.testing.assert_array_equal(one, two)
-    monkeypatch.setattr(iv, "_FORCE_ROUTE", None)
     free = shap_values(model, X[:150], background=X[300:], n_jobs=2)
     np.testing.assert_allclose(one, free, rtol=0, atol=1e-12)
     np.testing.assert_allclose(one.sum(axis=1), model.predict(X[:150], raw_score=True),
@@ -278,8 +278,7 @@ def test_direct_route_against_brute_force(monkeypatch):
     model = DecisionTreeRegressor(max_depth=8, random_state=0).fit(X, y)
     rows, bg = _split(X)
     for route in ("direct", "tables"):
-        monkeypatch.setattr(iv, "_FORCE_ROUTE", route)
-        check(model, model.predict, rows, bg)
+        check(model, model.predict, rows, bg, route=route)
 
 
 def test_inputs_sparse_frames_dask():
@@ -377,18 +376,19 @@ def test_tree_groups_give_the_same_values(monkeypatch, route):
     xgb = pytest.importorskip("xgboost")
     X, y = _data(seed=11, nan=0.1)
     model = xgb.XGBRegressor(n_estimators=12, max_depth=4, n_jobs=1).fit(X, y)
-    monkeypatch.setattr(iv, "_FORCE_ROUTE", route)
-    one = shap_values(model, X[:50], background=X[100:180])
+    one = semivalues(model, X[:50], background=X[100:180], route=route)
     monkeypatch.setattr(iv, "_TABLE_GROUP_ENTRIES", 300)
     monkeypatch.setattr(iv, "_PATTERN_GROUP_ENTRIES", 300)
     from sklearn_r2shap import to_ensemble
-    game = iv.InterventionalGame(to_ensemble(model), X[100:180], "beta", (1, 1), 50, 1)
+    game = iv.InterventionalGame(to_ensemble(model), X[100:180], "beta", (1, 1), 50, 1,
+                                 route=route)
     assert len(game.groups) > 3
-    np.testing.assert_array_equal(shap_values(model, X[:50], background=X[100:180]), one)
+    np.testing.assert_array_equal(
+        semivalues(model, X[:50], background=X[100:180], route=route), one)
     # XGBoost reads an absent sparse entry as missing, as NaN in X
     np.testing.assert_array_equal(
-        shap_values(model, scipy.sparse.csr_matrix(np.nan_to_num(X[:50])),
-                    background=X[100:180]), one)
+        semivalues(model, scipy.sparse.csr_matrix(np.nan_to_num(X[:50])),
+                   background=X[100:180], route=route), one)
 
 
 def test_lightgbm_zero_as_missing_and_xgboost_missing_value():

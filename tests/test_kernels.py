@@ -12,7 +12,7 @@ from sklearn_r2shap import (
     saabas_values,
     shap_values,
 )
-from sklearn_r2shap._games import semivalues as semivalue_games
+from sklearn_r2shap.attributions import semivalues
 from sklearn_r2shap._model._ensemble import (
     DECISION_CATEGORICAL,
     DECISION_LEQ,
@@ -93,12 +93,26 @@ def random_ensemble(seed, p=5, n_trees=3, max_depth=5, n_outputs=1, vector_leave
     return ens, random_data(rng, 8, p, categorical, nan_fraction=0.2)
 
 
-@pytest.fixture(params=["tables", "quadrature", "mixed"], autouse=True)
-def route(request, monkeypatch):
-    """Every test runs through each semivalue route: pattern tables, quadrature,
-    and both within a tree (the leaves of up to the median d tabulated)."""
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", request.param)
+@pytest.fixture(params=["tables", "quadrature", "mixed"])
+def route(request):
+    """Each semivalue route: pattern tables, quadrature, and both within a tree
+    (the leaves of up to the median d tabulated)."""
     return request.param
+
+
+def routed(route):
+    """shap_values, banzhaf_values and beta_shapley_values through ``route``
+    (their internal function, ``attributions.semivalues``)."""
+    def shapley(model, X, **kwargs):
+        return semivalues(model, X, route=route, **kwargs)
+
+    def banzhaf(model, X, q=0.5, **kwargs):
+        return semivalues(model, X, kind="banzhaf", parameters=(q,), route=route, **kwargs)
+
+    def beta(model, X, alpha=1, beta=1, **kwargs):
+        return semivalues(model, X, kind="beta", parameters=(alpha, beta), route=route, **kwargs)
+
+    return {"shapley": shapley, "banzhaf": banzhaf, "beta": beta}
 
 
 def relative_error(a, b):
@@ -135,9 +149,9 @@ def test_predict_matches_reference(name):
         ("beta", {"alpha": 1, "beta": 16}, reference.beta_weight(1, 16)),
     ],
 )
-def test_semivalues_match_enumeration(name, method, kwargs, weight):
+def test_semivalues_match_enumeration(name, method, kwargs, weight, route):
     ens, X = random_ensemble(**ENSEMBLES[name])
-    fn = {"shapley": shap_values, "banzhaf": banzhaf_values, "beta": beta_shapley_values}[method]
+    fn = routed(route)[method]
     got = fn(ens, X, **kwargs)
     if ens.n_outputs == 1:
         got = got[:, None, :]
@@ -148,13 +162,13 @@ def test_semivalues_match_enumeration(name, method, kwargs, weight):
 
 
 @pytest.mark.parametrize("name", ENSEMBLES)
-def test_shapley_is_efficient_and_beta_1_1_is_shapley(name):
+def test_shapley_is_efficient_and_beta_1_1_is_shapley(name, route):
     ens, X = random_ensemble(**ENSEMBLES[name])
-    phi = shap_values(ens, X)
+    phi = routed(route)["shapley"](ens, X)
     total = phi.sum(axis=-1)
     np.testing.assert_allclose(total.reshape(len(X), -1), predict_raw(ens, X), atol=1e-12)
     # Beta(1, 1) with more quadrature nodes than needed changes nothing.
-    np.testing.assert_allclose(beta_shapley_values(ens, X, alpha=1, beta=1), phi, atol=1e-13)
+    np.testing.assert_allclose(routed(route)["beta"](ens, X, alpha=1, beta=1), phi, atol=1e-13)
 
 
 def test_saabas_matches_path_walk():
@@ -225,13 +239,14 @@ def test_deep_tree_is_stable(depth, route):
     ens = TreeEnsemble.from_trees([deep_spine_tree(rng, depth, p)], base_value=[0.0], n_features=p)
     assert ens.max_depth == depth and ens.n_path_features == p
     X = rng.normal(size=(2, p)) * 2
-    phi = shap_values(ens, X)
+    fn = routed(route)
+    phi = fn["shapley"](ens, X)
     for i, x in enumerate(X):
         for method, weight, kwargs in [
-            (shap_values, reference.shapley_weight, {}),
-            (banzhaf_values, reference.banzhaf_weight(0.2), {"q": 0.2}),
-            (beta_shapley_values, reference.beta_weight(16, 1), {"alpha": 16, "beta": 1}),
-            (beta_shapley_values, reference.beta_weight(1, 16), {"alpha": 1, "beta": 16}),
+            (fn["shapley"], reference.shapley_weight, {}),
+            (fn["banzhaf"], reference.banzhaf_weight(0.2), {"q": 0.2}),
+            (fn["beta"], reference.beta_weight(16, 1), {"alpha": 16, "beta": 1}),
+            (fn["beta"], reference.beta_weight(1, 16), {"alpha": 1, "beta": 16}),
         ]:
             want = reference.semivalue(ens, x, weight)[0]
             got = method(ens, x[None, :], **kwargs)[0, :-1]
@@ -239,7 +254,7 @@ def test_deep_tree_is_stable(depth, route):
     np.testing.assert_allclose(phi.sum(axis=1), predict_raw(ens, X)[:, 0], atol=1e-12)
 
 
-def test_zero_cover_node_gives_finite_exact_values():
+def test_zero_cover_node_gives_finite_exact_values(route):
     # A split whose right child no training row reached (cover 0).
     tree = TreeArrays(
         children_left=np.array([1, -1, 3, -1, -1]), children_right=np.array([2, -1, 4, -1, -1]),
@@ -249,27 +264,28 @@ def test_zero_cover_node_gives_finite_exact_values():
     )
     ens = TreeEnsemble.from_trees([tree], base_value=[0.0], n_features=2)
     X = np.array([[1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
-    phi = shap_values(ens, X)
+    phi = routed(route)["shapley"](ens, X)
     assert np.all(np.isfinite(phi))
     for i, x in enumerate(X):
         np.testing.assert_allclose(phi[i, :-1], reference.semivalue(ens, x)[0], atol=1e-12)
     np.testing.assert_allclose(phi.sum(axis=1), [5.0, -3.0, 1.0])
 
 
-def test_null_players_get_zero():
+def test_null_players_get_zero(route):
     ens, X = random_ensemble(seed=6, p=8, max_depth=2, n_trees=1)
     used = set(ens.feature[ens.children_left >= 0])
     unused = [j for j in range(8) if j not in used]
     assert unused
-    for fn in (shap_values, banzhaf_values, saabas_values):
+    for fn in (routed(route)["shapley"], routed(route)["banzhaf"], saabas_values):
         assert np.all(fn(ens, X)[:, unused] == 0.0)
 
 
-def test_results_do_not_depend_on_n_jobs():
+def test_results_do_not_depend_on_n_jobs(route):
     ens, X = random_ensemble(seed=7, n_trees=5)
     X = np.repeat(X, 20, axis=0)
-    np.testing.assert_array_equal(shap_values(ens, X, n_jobs=1), shap_values(ens, X, n_jobs=2))
-    np.testing.assert_array_equal(shap_values(ens, X, n_jobs=1), shap_values(ens, X, n_jobs=-1))
+    values = routed(route)["shapley"]
+    np.testing.assert_array_equal(values(ens, X, n_jobs=1), values(ens, X, n_jobs=2))
+    np.testing.assert_array_equal(values(ens, X, n_jobs=1), values(ens, X, n_jobs=-1))
 
 
 def test_expected_value_is_v_of_empty_set():

@@ -367,7 +367,7 @@ def _comb(n, k):
 
 def _r2_arrays(result):
     out = [result.shares, result.std_errors, np.array([result.score, result.unattributed])]
-    for extra in (result.local, getattr(result, "mc_std_errors", None)):
+    for extra in (getattr(result, "local", None), getattr(result, "mc_std_errors", None)):
         if extra is not None:
             out.append(np.asarray(extra))
     return out
@@ -434,14 +434,18 @@ def test_blocks_do_not_depend_on_threads():
     from sklearn_r2shap._execution.cost import DEFAULT_EXACT_BUDGET
     from sklearn_r2shap._games import r2 as r2_games
     from sklearn_r2shap._scores import loss_of
+    from sklearn_r2shap._validation import resolve_n_jobs
 
     model, X, y = _model("lightgbm")
     ensemble = sr.to_ensemble(model)
     sizes = set()
     for n_jobs in (1, 2, -1, 7):
         plan = r2_games._BlockWork.of(ensemble, loss_of(ensemble), 1.0)
-        decomposition._choose(plan, len(X), n_jobs, None, "exact", DEFAULT_EXACT_BUDGET, 2,
-                              None, 0)
+        n_threads = resolve_n_jobs(n_jobs)
+        decomposition._choose(plan, len(X), n_threads=n_threads, block_threads=n_threads,
+                              options=decomposition._Options(
+                                  algorithm="exact", exact_budget=DEFAULT_EXACT_BUDGET,
+                                  n_permutations=2, max_samples=None, random_state=0))
         sizes.add(plan.chunk_rows)
     assert len(sizes) == 1
 

@@ -12,7 +12,6 @@ import reference
 import sklearn_r2shap as sr
 from sklearn_r2shap import PiecewiseLinearExplainer
 from sklearn_r2shap import piecewise
-from sklearn_r2shap._games import piecewise as piecewise_games
 from sklearn_r2shap.piecewise import (
     piecewise_ensemble,
     piecewise_predict,
@@ -106,9 +105,10 @@ def brute_force(ens, x, cover, means):
     return phi, v(())
 
 
-def check_against_brute_force(model, X, background, weight=None, atol=1e-10):
+def check_against_brute_force(model, X, background, weight=None, atol=1e-10, route=None):
     ens = sr.to_ensemble(model)
-    values = piecewise_shap_values(model, X, background=background, background_weight=weight)
+    values = piecewise._shap_values(model, X, background=background, background_weight=weight,
+                                    route=route)
     got = values.reshape(len(X), ens.n_outputs, ens.n_features + 1)
     cover, means = background_statistics(ens, np.asarray(background, dtype=float), weight)
     for i, x in enumerate(np.asarray(X, dtype=float)):
@@ -121,9 +121,8 @@ def check_against_brute_force(model, X, background, weight=None, atol=1e-10):
 
 
 @pytest.fixture(params=["tables", "quadrature"])
-def route(request, monkeypatch):
+def route(request):
     """Both evaluation routes (pattern tables, per-row quadrature) give the values."""
-    monkeypatch.setattr(piecewise_games, "_FORCE_ROUTE", request.param)
     return request.param
 
 
@@ -202,7 +201,7 @@ def test_hand_built_trees_match_brute_force(name, route):
     X = hand_data(rng, 12, 0.2)
     X[0] = np.nan
     X[1] = [0.05, 0.8, 2.0, -0.6]  # on thresholds' sides chosen by hand
-    check_against_brute_force(ens, X, background)
+    check_against_brute_force(ens, X, background, route=route)
 
 
 def test_type3_is_type2_with_summed_node_coefficients():
@@ -229,7 +228,7 @@ def test_two_outputs_and_zero_cover_nodes(route):
     background[:, 1] = np.abs(background[:, 1]) + 1.0  # nothing reaches x1 <= 0.8 below x1 > 0
     background[:, 3] = np.abs(background[:, 3]) + 0.5  # nor x3 <= 0.2
     X = hand_data(rng, 8, 0.15)
-    got = check_against_brute_force(ens, X, background)
+    got = check_against_brute_force(ens, X, background, route=route)
     assert got.shape == (8, 2, P + 1)
 
 
@@ -341,7 +340,7 @@ def test_lightgbm_matches_brute_force(kind, route):
         assert ens.info["categorical_features"] == [4]
     X = explain_rows()
     rows = X if kind != "multiclass" else X[:4]
-    check_against_brute_force(model, rows, X_TRAIN)
+    check_against_brute_force(model, rows, X_TRAIN, route=route)
 
 
 @needs_lightgbm
@@ -349,12 +348,12 @@ def test_lightgbm_matches_brute_force(kind, route):
 def test_values_add_up_to_lightgbm_raw_prediction(kind, route):
     model = lightgbm_model(kind)
     X, _ = lightgbm_data(300, 5, nan=False)
-    phi = piecewise_shap_values(model, X, background=X_TRAIN)
+    phi = piecewise._shap_values(model, X, background=X_TRAIN, route=route)
     raw = model.booster_.predict(X, raw_score=True)
     np.testing.assert_allclose(phi.sum(axis=-1), raw, rtol=0, atol=1e-9)
     # also the rows with NaN: a leaf then predicts its fallback, in the game too
     Xn = explain_rows()
-    phi = piecewise_shap_values(model, Xn, background=X_TRAIN)
+    phi = piecewise._shap_values(model, Xn, background=X_TRAIN, route=route)
     np.testing.assert_allclose(phi.sum(axis=-1), model.booster_.predict(Xn, raw_score=True),
                                rtol=0, atol=1e-9)
 
@@ -377,18 +376,18 @@ def test_constant_leaves_equal_shap_values(route):
     X = rng.normal(size=(300, 6))
     y = X[:, 0] + X[:, 1] ** 2 + X[:, 2] * X[:, 3]
     tree = DecisionTreeRegressor(max_depth=6, random_state=0).fit(X, y)
-    got = piecewise_shap_values(tree, X[:40], background=X)
+    got = piecewise._shap_values(tree, X[:40], background=X, route=route)
     np.testing.assert_allclose(got, sr.shap_values(tree, X[:40]), rtol=0, atol=1e-10)
     # vector leaves (a forest classifier without bootstrap: counts are covers)
     from sklearn.ensemble import RandomForestClassifier
 
     forest = RandomForestClassifier(n_estimators=3, max_depth=4, bootstrap=False,
                                     random_state=0).fit(X, (y > np.median(y)) + (y > 2))
-    np.testing.assert_allclose(piecewise_shap_values(forest, X[:20], background=X),
+    np.testing.assert_allclose(piecewise._shap_values(forest, X[:20], background=X, route=route),
                                sr.shap_values(forest, X[:20]), rtol=0, atol=1e-10)
     # LightGBM without linear leaves: its counts are the training data's
     model = lgb.LGBMRegressor(n_estimators=5, num_leaves=8, n_jobs=1, verbose=-1).fit(X, y)
-    np.testing.assert_allclose(piecewise_shap_values(model, X[:40], background=X),
+    np.testing.assert_allclose(piecewise._shap_values(model, X[:40], background=X, route=route),
                                sr.shap_values(model, X[:40]), rtol=0, atol=1e-10)
 
 

@@ -152,7 +152,7 @@ def check_gradient(model, rows, output=0, sign=1.0, kernel_output=None):
         table = game_table(ens, x, output, sign)
         scale = np.max(np.abs(table)) + 1.0
         for z in probe_points(p):
-            grad, value = multilinear_gradient(model, x[None, :], z, output=kernel_output)
+            grad, value = multilinear_gradient(model, x[None, :], z, class_index=kernel_output)
             expected_grad, expected_value = mle(table, z)
             np.testing.assert_allclose(grad[0], expected_grad, rtol=1e-9, atol=1e-11 * scale)
             assert value[0] == pytest.approx(expected_value, rel=1e-9, abs=1e-11 * scale)
@@ -230,7 +230,7 @@ def test_gradient_default_output_is_the_predicted_class(multiclass_forest, binar
         predicted = np.searchsorted(model.classes_, model.predict(rows))
         z = np.random.default_rng(0).uniform(size=X.shape[1])
         default = multilinear_gradient(model, rows, z)
-        explicit = multilinear_gradient(model, rows, z, output=predicted)
+        explicit = multilinear_gradient(model, rows, z, class_index=predicted)
         np.testing.assert_array_equal(default[0], explicit[0])
         np.testing.assert_array_equal(default[1], explicit[1])
         assert len(np.unique(predicted)) > 1  # both routes were exercised
@@ -267,7 +267,7 @@ def test_ranker_matches_python_algorithms_on_boosted_classes(binary_booster, opt
     ens = to_ensemble(booster)
     rows = X[:3]
     for output, sign in ((1, 1.0), (0, -1.0)):
-        zeta = treegrad_scores(booster, rows, optimizer=optimizer, output=output)
+        zeta = treegrad_scores(booster, rows, optimizer=optimizer, class_index=output)
         for i, x in enumerate(rows):
             expected = python_ranker(game_table(ens, x, 0, sign), 4, 100, 5.0,
                                      optimizer == "adam")
@@ -285,7 +285,7 @@ def test_ranker_matches_python_algorithms_per_class(multiclass_forest, optimizer
     for model in (forest, booster):
         ens = to_ensemble(model)
         for output in range(3):
-            zeta = treegrad_scores(model, rows, optimizer=optimizer, output=output)
+            zeta = treegrad_scores(model, rows, optimizer=optimizer, class_index=output)
             for i, x in enumerate(rows):
                 expected = python_ranker(game_table(ens, x, output), 3, 100, 5.0,
                                          optimizer == "adam")
@@ -461,7 +461,7 @@ def test_insertion_deletion_one_ranking_and_explicit_class(binary_booster):
     booster, X = binary_booster
     ens = to_ensemble(booster)
     ranking = np.array([2, 0, 3, 1])
-    result = insertion_deletion(booster, X[:3], ranking, output=0)
+    result = insertion_deletion(booster, X[:3], ranking, class_index=0)
     assert isinstance(result, InsertionDeletion)
     np.testing.assert_array_equal(result.rankings, np.tile(ranking, (3, 1)))
     for i, x in enumerate(X[:3]):
@@ -583,14 +583,14 @@ def test_classifier_output_selection(binary_booster, multiclass_forest):
     forest, X = multiclass_forest
     predicted = np.searchsorted(forest.classes_, forest.predict(X))
     default = TreeGradRanker(forest, prefit=True).fit(X)
-    np.testing.assert_array_equal(default.row_scores_, treegrad_scores(forest, X, output=predicted))
+    np.testing.assert_array_equal(default.row_scores_, treegrad_scores(forest, X, class_index=predicted))
     probability = TreeGradRanker(forest, prefit=True, model_output="probability").fit(X)
     np.testing.assert_array_equal(probability.row_scores_, default.row_scores_)
     second = TreeGradRanker(forest, prefit=True, class_index=2).fit(X)
-    np.testing.assert_array_equal(second.row_scores_, treegrad_scores(forest, X, output=2))
+    np.testing.assert_array_equal(second.row_scores_, treegrad_scores(forest, X, class_index=2))
     assert not np.allclose(second.row_scores_, default.row_scores_)
     # the explained output of class 2 is its probability
-    curves = insertion_deletion(forest, X[:5], second.rank(X[:5]), output=2)
+    curves = insertion_deletion(forest, X[:5], second.rank(X[:5]), class_index=2)
     np.testing.assert_allclose(curves.insertion[:, -1], forest.predict_proba(X[:5])[:, 2])
 
     booster, Xb = binary_booster
@@ -696,14 +696,14 @@ def test_bad_outputs_for_the_model(diabetes, multiclass_forest):
     booster = GradientBoostingClassifier(n_estimators=3).fit(Xf, Xf[:, 0] > 0)
     with pytest.raises(ValueError, match="2 classes"):
         TreeGradRanker(booster, prefit=True, class_index=2).fit(Xf)
-    with pytest.raises(ValueError, match="output"):
-        treegrad_scores(forest, Xf[:3], output=[0, 1])
-    with pytest.raises(ValueError, match="output"):
-        treegrad_scores(forest, Xf[:3], output=1.0)
+    with pytest.raises(ValueError, match="class_index"):
+        treegrad_scores(forest, Xf[:3], class_index=[0, 1])
+    with pytest.raises(ValueError, match="class_index"):
+        treegrad_scores(forest, Xf[:3], class_index=1.0)
     multi = DecisionTreeRegressor(max_depth=3).fit(Xf, np.c_[Xf[:, 0], Xf[:, 1]])
     with pytest.raises(ValueError, match="outputs"):
         treegrad_scores(multi, Xf[:3])
-    np.testing.assert_array_equal(treegrad_scores(multi, Xf[:3], output=1).shape, (3, 3))
+    np.testing.assert_array_equal(treegrad_scores(multi, Xf[:3], class_index=1).shape, (3, 3))
 
 
 @pytest.mark.parametrize("z, match", [

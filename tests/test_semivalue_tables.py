@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import reference
-from sklearn_r2shap import beta_shapley_values, shap_values
+from sklearn_r2shap.attributions import semivalues
 from sklearn_r2shap._games import semivalues as semivalue_games
 from sklearn_r2shap._numerics import beta_quadrature
 from test_kernels import ENSEMBLES, random_ensemble
@@ -40,16 +40,16 @@ def blocks_of_three(monkeypatch):
     return calls
 
 
-def assert_enumeration_any_threads(ens, X, every):
-    """shap_values on 2 threads equal enumeration (every ``every``-th row) and,
-    bit for bit, the values on 1 thread."""
-    got = shap_values(ens, X, n_jobs=2)
+def assert_enumeration_any_threads(ens, X, every, route=None):
+    """shap_values (on ``route``) on 2 threads equal enumeration (every
+    ``every``-th row) and, bit for bit, the values on 1 thread."""
+    got = semivalues(ens, X, n_jobs=2, route=route)
     if ens.n_outputs == 1:
         got = got[:, None, :]
     for i in range(0, len(X), every):
         want = reference.semivalue(ens, X[i], reference.shapley_weight)
         assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
-    again = shap_values(ens, X, n_jobs=1)
+    again = semivalues(ens, X, n_jobs=1, route=route)
     np.testing.assert_array_equal(again.reshape(got.shape), got)
 
 
@@ -59,10 +59,9 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
     """Rows in blocks of 3, every feasible tree tabulated: all tables
     resident (large budget), none (each block builds its own), or some."""
     ens, X = many_rows(name)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "tables")
     monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
     calls = blocks_of_three(monkeypatch)
-    assert_enumeration_any_threads(ens, X, every=7)
+    assert_enumeration_any_threads(ens, X, every=7, route="tables")
     assert calls[:2] == [3, 3] and sum(calls) == 2 * len(X)  # both calls, blocks of 3
 
 
@@ -70,10 +69,8 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
 def test_tables_equal_quadrature_for_beta_shapley(name, monkeypatch):
     ens, X = many_rows(name)
     blocks_of_three(monkeypatch)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "quadrature")
-    quadrature = beta_shapley_values(ens, X, alpha=4, beta=1)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "tables")
-    tables = beta_shapley_values(ens, X, alpha=4, beta=1)
+    quadrature = semivalues(ens, X, kind="beta", parameters=(4, 1), route="quadrature")
+    tables = semivalues(ens, X, kind="beta", parameters=(4, 1), route="tables")
     np.testing.assert_allclose(tables, quadrature, rtol=0, atol=1e-12)
     assert np.max(np.abs(quadrature[..., :-1])) > 0
 
@@ -117,15 +114,14 @@ def test_mixed_route_splits_trees_and_matches_enumeration(name, monkeypatch):
     vector leaves), in blocks, resident or not: the values of enumeration,
     bit for bit the same for any number of threads."""
     ens, X = many_rows(name)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "mixed")
     points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
-    game = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X), route="mixed")
     routes = game.routes(len(X))
     assert np.any((routes > 0) & (routes < game.structure()["tree_max_dim"]))
     for budget in (1 << 25, 40):
         monkeypatch.setattr(semivalue_games, "_RESIDENT_TABLE_ENTRIES", budget)
         blocks_of_three(monkeypatch)
-        assert_enumeration_any_threads(ens, X, every=5)
+        assert_enumeration_any_threads(ens, X, every=5, route="mixed")
 
 
 def test_part_nodes_are_the_paths_to_the_quadrature_leaves():
@@ -170,9 +166,9 @@ def test_each_tree_and_leaf_takes_its_own_rule(monkeypatch):
     single = semivalue_games.SemivalueGame(ens, points, weights, len(X))
     assert np.all(single.rules[2] == len(points))
     for route in ("quadrature", "tables", "mixed"):
-        monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", route)
-        own = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
-        same = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+        own = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of,
+                                            route=route)
+        same = semivalue_games.SemivalueGame(ens, points, weights, len(X), route=route)
         np.testing.assert_allclose(own.values(X, 1), same.values(X, 1), rtol=0, atol=1e-12)
 
 
@@ -193,8 +189,8 @@ def test_auto_routes_mix_within_the_table_budget(monkeypatch):
     assert np.any((resident > 0) & (resident < max_dim))
     assert game.curves()["entries"][np.arange(ens.n_trees), resident].sum() <= budget
     got = game.values(X, 2)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", "quadrature")
-    quadrature = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of)
+    quadrature = semivalue_games.SemivalueGame(ens, points, weights, len(X), rule_of=rule_of,
+                                               route="quadrature")
     want = quadrature.values(X, 2)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
     i = int(np.argmax(np.abs(want).sum(axis=(1, 2))))

@@ -64,7 +64,7 @@ def test_xgboost_model_against_pred_contribs(diabetes):
     phi = contributions[:, :-1].astype(np.float64)
     yhat = contributions.astype(np.float64).sum(axis=1)
     result = shapflex_decomposition(model, X, y)
-    assert result.mode == "tree"
+    assert result.source == "tree"
     # XGBoost's contributions are float32
     assert_matches_reference(result, phi, yhat, y.to_numpy(), rtol=1e-5)
     selector = ShapleyR2Importance(model, prefit=True, method="shapflex").fit(X, y)
@@ -90,7 +90,7 @@ def test_linear_model_exact_shap(diabetes, model):
     model.fit(X, y)
     phi = model.coef_ * (X.to_numpy() - X.to_numpy().mean(axis=0))
     result = shapflex_decomposition(model, X, y)
-    assert result.mode == "linear"
+    assert result.source == "linear"
     assert_matches_reference(result, phi, model.predict(X), y.to_numpy())
     assert list(result.feature_names) == list(X.columns)
 
@@ -101,7 +101,7 @@ def test_linear_model_inside_a_pipeline(diabetes):
     Z = model[0].transform(X)
     phi = model[-1].coef_ * (Z - Z.mean(axis=0))
     result = shapflex_decomposition(model, X, y)
-    assert result.mode == "linear"
+    assert result.source == "linear"
     assert_matches_reference(result, phi, model.predict(X), y.to_numpy())
 
 
@@ -173,7 +173,7 @@ def test_user_callable(knn_data):
     phi = baseline_shapley(model, X)
     prediction = model.predict(X)
     result = shapflex_decomposition(model, X, y, shap_values=baseline_shapley)
-    assert result.mode == "callable"
+    assert result.source == "callable"
     assert_matches_reference(result, phi, prediction, y)
     # with the expected value as a last column: the same shares
     with_base = shapflex_decomposition(
@@ -196,7 +196,7 @@ def test_callable_overrides_the_tree_kernel_with_method_shapflex(diabetes):
 
     result = ShapleyR2Importance(model, prefit=True, method="shapflex",
                                  shap_values=contributions).fit(X, y).decomposition_
-    assert result.mode == "callable"
+    assert result.source == "callable"
     values = contributions(model, X).astype(float)
     assert_matches_reference(result, values[:, :-1], values.sum(axis=1), y.to_numpy())
     with pytest.raises(ValueError, match="method='shapflex'"):
@@ -307,7 +307,7 @@ def test_method_resolution(diabetes):
         ShapleyR2Importance(LinearRegression(), shap_values=np.zeros(3)).fit(X, y)
     tree = ShapleyR2Importance(HistGradientBoostingRegressor(max_iter=20), method="shapflex")
     tree.fit(X, y)
-    assert tree.method_ == "shapflex" and tree.decomposition_.mode == "tree"
+    assert tree.method_ == "shapflex" and tree.decomposition_.source == "tree"
     with pytest.raises(ValueError, match="qshap"):
         tree.local_shares(X, y)
 
@@ -326,7 +326,7 @@ def test_a_refused_tree_model_keeps_its_reason(diabetes):
     phi = np.zeros((len(X), X.shape[1]))
     result = shapflex_decomposition(fitted, X, y, shap_values=lambda est, rows: np.column_stack(
         [phi, fitted.predict(rows)]))
-    assert result.mode == "callable"
+    assert result.source == "callable"
     np.testing.assert_array_equal(result.shares, np.zeros(X.shape[1]))
 
 
@@ -351,7 +351,7 @@ def test_lightgbm_linear_leaves_use_the_piecewise_kernel(diabetes):
                               verbose=-1).fit(X, y)
     selector = ShapleyR2Importance(model, prefit=True).fit(X, y)
     assert selector.method_ == "shapflex"
-    assert selector.decomposition_.mode == "piecewise-linear tree"
+    assert selector.decomposition_.source == "piecewise-linear tree"
     from sklearn_r2shap import piecewise_shap_values
 
     values = piecewise_shap_values(model, X, background=X)
@@ -399,7 +399,7 @@ def test_shap_package_explanation_through_the_callable(diabetes):
     ours = shapflex_decomposition(model, X, y)
     theirs = shapflex_decomposition(
         model, X, y, shap_values=lambda est, rows: shap.LinearExplainer(est, rows)(rows))
-    assert theirs.mode == "callable"
+    assert theirs.source == "callable"
     np.testing.assert_allclose(theirs.shares, ours.shares, rtol=1e-9)
 
 

@@ -321,7 +321,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.score_name_ = result.score_name
             self.method_ = result.method
             self.algorithm_ = result.algorithm
-            self.sigma_unique_ = result.sigma_unique
+            self.sigma_unique_ = result.sigma_unique if self.method_ == "shapflex" else None
             if tests:
                 self._test_terms = _held_out.pooled_terms(
                     [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
@@ -393,7 +393,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             tests.append(np.asarray(test))
             importances.append(result.shares)
             r2.append(float(result.score))
-            sigma_unique.append(result.sigma_unique)
+            sigma_unique.append(result.sigma_unique if result.method == "shapflex" else None)
             methods.add(result.method)
             scores.add(result.score_name)
             algorithms.add(result.algorithm)

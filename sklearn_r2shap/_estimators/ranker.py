@@ -23,11 +23,15 @@ from sklearn.utils.validation import (
 )
 
 from .._errors import UnsupportedModelError
-from .._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin
-from .._games.treegrad import _resolve_output, _signed
-from .._validation import check_rows, map_row_blocks, n_rows_features, resolve_n_jobs
-from ..attributions import _explained, banzhaf_values, beta_shapley_values
-from ..ranking import _check_ranker_params, _ranker_scores
+from .._execution.cost import semivalue_seconds
+from .._execution.run import map_rows
+from .._games import treegrad as _tg
+from .._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _signed
+from .._model import explainable_ensemble
+from .._prepare import prepare
+from .._validation import n_rows_features
+from ..attributions import check_game, semivalues_of
+from ..ranking import _check_ranker_params, scores_of
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 
 __all__ = ["TreeGradRanker"]
@@ -231,12 +235,11 @@ class TreeGradRanker(BaseTreeSelector):
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
         self._step_line("fitted the model", since)
         model, X_explained, _ = self._explained_model(self.estimator_, X)
-        ensemble = _explained(model)
+        ensemble = explainable_ensemble(model)
         _check_model_output(ensemble, self.model_output)
         self._ensemble = ensemble
         since = time.perf_counter()
-        self.row_scores_ = map_row_blocks(
-            lambda rows, _: self._scores(check_rows(ensemble, rows)), X_explained)
+        self.row_scores_ = self._scores(X_explained)
         self._step_line(f"scored {len(self.row_scores_)} rows", since)
         self.feature_importances_ = np.average(np.abs(self.row_scores_), axis=0,
                                                weights=sample_weight)
@@ -251,7 +254,7 @@ class TreeGradRanker(BaseTreeSelector):
         _check_feature_names(self, X, reset=False)
         _check_n_features(self, X, reset=False)
 
-    def _output_of_rows(self, ensemble, rows, n_threads):
+    def _check_class_index(self, ensemble):
         if self.class_index is not None:
             binary = _is_binary_margin(ensemble)
             n_choices = 2 if binary else ensemble.n_outputs
@@ -262,16 +265,17 @@ class TreeGradRanker(BaseTreeSelector):
                     f"class_index={self.class_index} is out of range: "
                     f"{ensemble.model_type} has {what}."
                 )
-        return _resolve_output(ensemble, rows, self.class_index, n_threads)
 
-    def _scores(self, rows):
-        ensemble = self._ensemble
-        n_threads = resolve_n_jobs(self.n_jobs)
-        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
+    def _call(self, X):
+        """The rows X (as the explained model sees them) prepared for the functions."""
+        self._check_class_index(self._ensemble)
+        return prepare(self._ensemble, X, n_jobs=self.n_jobs, verbose=self.verbose)
+
+    def _scores(self, X):
         n_iter, step_size, adam = _check_ranker_params(self.n_iter, self.step_size,
                                                        self.optimizer)
-        return _ranker_scores(ensemble, rows, kernel_output, sign, n_iter, step_size, adam,
-                              n_threads, self.verbose)
+        return scores_of(self._call(X), n_iter=n_iter, step_size=step_size, adam=adam,
+                         class_index=self.class_index)
 
     def row_scores(self, X):
         """TreeGrad-Ranker scores of the rows of X, shape (n_samples, n_features).
@@ -280,8 +284,7 @@ class TreeGradRanker(BaseTreeSelector):
         ``model_output`` and ``class_index`` as in ``fit``.
         """
         self._check_input(X)
-        X = self._explained_rows(X)
-        return map_row_blocks(lambda rows, _: self._scores(check_rows(self._ensemble, rows)), X)
+        return self._scores(self._explained_rows(X))
 
     def rank(self, X):
         """Feature indices of every row of X, best first.
@@ -317,25 +320,22 @@ class TreeGradRanker(BaseTreeSelector):
         if not isinstance(kind, str) or kind not in _VALUE_KINDS:
             raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
         self._check_input(X)
-        X = self._explained_rows(X)
-        return map_row_blocks(lambda rows, _: self._values(rows, kind, q, alpha, beta), X)
-
-    def _values(self, rows, kind, q, alpha, beta):
-        ensemble = self._ensemble
-        rows = check_rows(ensemble, rows)
-        n_threads = resolve_n_jobs(self.n_jobs)
-        kernel_output, sign = self._output_of_rows(ensemble, rows, n_threads)
+        call = self._call(self._explained_rows(X))
+        outputs = map_rows(call, _tg.outputs_block, trailing_shape=(2,), desc="Outputs",
+                           seconds_per_row=semivalue_seconds(call.ensemble, 1),
+                           class_index=self.class_index)
         if kind == "shapley":
-            phi = beta_shapley_values(ensemble, rows, alpha=1, beta=1, n_jobs=self.n_jobs)
+            game = check_game("beta")
         elif kind == "banzhaf":
-            phi = banzhaf_values(ensemble, rows, q=0.5, n_jobs=self.n_jobs)
+            game = check_game("banzhaf")
         elif kind == "weighted_banzhaf":
-            phi = banzhaf_values(ensemble, rows, q=q, n_jobs=self.n_jobs)
+            game = check_game("banzhaf", q=q)
         else:
-            phi = beta_shapley_values(ensemble, rows, alpha=alpha, beta=beta, n_jobs=self.n_jobs)
+            game = check_game("beta", alpha=alpha, beta=beta)
+        phi = semivalues_of(call, *game)
         if phi.ndim == 3:
-            phi = phi[np.arange(len(rows)), kernel_output]
-        return _signed(phi[:, :-1], sign[:, None])
+            phi = phi[np.arange(len(phi)), outputs[:, 0].astype(np.int64)]
+        return _signed(phi[:, :-1], outputs[:, 1][:, None])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -168,20 +168,21 @@ def _checked_block(payload, block, *, n_jobs, block_function, **kwargs):
 
 
 def map_checked_rows(function, ensemble, X, *, trailing_shape, n_jobs=None, game=None,
-                     name=None, **kwargs):
+                     name=None, checked=False, **kwargs):
     """``function(game, rows, n_threads=..., **kwargs)`` on every row block of ``X``.
 
     The block function of the games layer receives the partition's rows
     checked on the worker (:func:`~.._validation.check_rows` for
     ``ensemble``) and ``game`` (default: ``ensemble``; else an object with
     the ensemble as ``game.ensemble``), shipped once; ``X``'s width, names
-    and dtypes are checked at once on an empty stand-in. See :func:`map_rows`
+    and dtypes are checked at once on an empty stand-in, unless ``checked``
+    says the caller did (:func:`check_rows_lazily`). See :func:`map_rows`
     for the result.
     """
     return map_rows(_checked_block, ensemble if game is None else game, X,
                     trailing_shape=trailing_shape, n_jobs=n_jobs, name=name,
-                    check=lambda empty: check_rows(ensemble, empty), block_function=function,
-                    **kwargs)
+                    check=None if checked else (lambda empty: check_rows(ensemble, empty)),
+                    block_function=function, **kwargs)
 
 
 def check_rows_lazily(ensemble, X):

@@ -27,11 +27,11 @@ import time
 import numpy as np
 
 from .._numerics import merge_statistics
-from .._validation import _is_sparse, check_rows, iter_row_blocks
+from .._validation import _is_sparse, check_rows
 from .cost import format_seconds
 
 __all__ = ["Progress", "map_blocks", "reduce_blocks", "block_rows_for", "prepare_rows",
-           "AUTO_PROGRESS_SECONDS", "check_verbose"]
+           "iter_row_blocks", "AUTO_PROGRESS_SECONDS", "check_verbose"]
 
 #: ``verbose="auto"`` shows progress when the work is estimated to take longer
 AUTO_PROGRESS_SECONDS = 10.0
@@ -88,6 +88,7 @@ class Progress:
         self.start = time.monotonic()
         self.stream = sys.stderr if stream is None else stream
         self.bar = None
+        self.closed = False
         if not self.verbose:
             return
         try:
@@ -114,8 +115,42 @@ class Progress:
               f"about {format_seconds(left)} left", file=self.stream, flush=True)
 
     def close(self):
+        """End the bar (idempotent); the rows done stay in ``done``."""
+        self.closed = True
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
+
+
+def _block_rows(n_features):
+    """Rows per dense block of a sparse X: about 4 MB of float64."""
+    return int(min(16384, max(64, (1 << 19) // max(1, n_features))))
+
+
+def iter_row_blocks(ensemble, X, block_rows, rows=None):
+    """``(start, stop, block)`` over X: ``block`` checked (:func:`check_rows`).
+
+    A dense X is checked once (unless already, :class:`CheckedRows`) and
+    sliced; a sparse X is made dense one block at a time (``min(block_rows,
+    ...)`` rows), so memory stays bounded in rows. With ``rows`` (indices),
+    the blocks are ``X[rows[start:stop]]``.
+    """
+    sparse = _is_sparse(X)
+    if sparse:
+        X = X.tocsr()
+        block_rows = min(block_rows, _block_rows(X.shape[1]))
+    elif isinstance(X, CheckedRows):
+        X = X.array
+    else:
+        X = check_rows(ensemble, X)
+    n_rows = X.shape[0] if rows is None else len(rows)
+    for start in range(0, n_rows, block_rows):
+        stop = min(start + block_rows, n_rows)
+        block = X[start:stop] if rows is None else X[rows[start:stop]]
+        yield start, stop, (check_rows(ensemble, block) if sparse
+                            else np.ascontiguousarray(block))
+    if n_rows == 0:
+        yield 0, 0, check_rows(ensemble, X[:0]) if sparse else X[:0]
 
 
 class CheckedRows:
@@ -136,21 +171,6 @@ def prepare_rows(ensemble, X):
     return CheckedRows(check_rows(ensemble, X))
 
 
-def _blocks(ensemble, X, block_rows, rows=None):
-    """``(start, stop, checked block)`` over fixed blocks of X (see iter_row_blocks)."""
-    if not isinstance(X, CheckedRows):
-        yield from iter_row_blocks(ensemble, X, block_rows, rows)
-        return
-    X = X.array
-    n_rows = X.shape[0] if rows is None else len(rows)
-    for start in range(0, n_rows, block_rows):
-        stop = min(start + block_rows, n_rows)
-        yield start, stop, (X[start:stop] if rows is None else
-                            np.ascontiguousarray(X[rows[start:stop]]))
-    if n_rows == 0:
-        yield 0, 0, X[:0]
-
-
 def _concatenate(parts):
     if len(parts) == 1:
         return parts[0]
@@ -159,20 +179,29 @@ def _concatenate(parts):
     return np.concatenate(parts, axis=0)
 
 
-def map_blocks(function, ensemble, X, *, block_rows, progress=None, game=None, **kwargs):
+def map_blocks(function, ensemble, X, *, block_rows, progress=None, game=None,
+               row_arguments=None, **kwargs):
     """``function(game, rows, **kwargs)`` over fixed blocks of X, concatenated.
 
     ``game`` is what the block function computes on (default: ``ensemble``;
     e.g. a piecewise-linear game built from background rows). ``rows`` are
     checked for ``ensemble`` (:func:`~.._validation.check_rows`: a dense X
-    once, a sparse X one dense block at a time); results -- arrays, or tuples
-    of arrays -- are concatenated along the rows in block order.
+    once, a sparse X one dense block at a time); ``row_arguments`` (a dict of
+    arrays with one entry per row of X, or None values) are passed to
+    ``function`` cut to the block's rows. Results -- arrays, or tuples of
+    arrays -- are concatenated along the rows in block order. ``progress``
+    is updated after every block and closed at the end, also when a block
+    raises (Ctrl-C: the kernels return early on SIGINT and the
+    KeyboardInterrupt leaves between blocks).
     """
     parts = []
     game = ensemble if game is None else game
+    row_arguments = row_arguments or {}
     try:
-        for start, stop, rows in _blocks(ensemble, X, max(1, int(block_rows))):
-            parts.append(function(game, rows, **kwargs))
+        for start, stop, rows in iter_row_blocks(ensemble, X, max(1, int(block_rows))):
+            cut = {name: None if values is None else values[start:stop]
+                   for name, values in row_arguments.items()}
+            parts.append(function(game, rows, **cut, **kwargs))
             if progress is not None:
                 progress.update(stop - start)
     finally:
@@ -187,14 +216,19 @@ def reduce_blocks(function, ensemble, X, *, block_rows, rows=None, progress=None
     ``function`` returns a dict of statistics (numbers and arrays that add up,
     :class:`~.._numerics.Moments`); ``rows`` (sorted indices) restricts the
     blocks to ``X[rows]`` (``start``/``stop`` then index ``rows``). Returns
-    None when there is no row.
+    None when there is no row. ``progress`` is closed at the end, as in
+    :func:`map_blocks`.
     """
     merged = None
-    for start, stop, block in _blocks(ensemble, X, max(1, int(block_rows)), rows):
-        if start == stop:
-            break
-        statistics = function(start, stop, block)
-        merged = statistics if merged is None else merge_statistics(merged, statistics)
+    try:
+        for start, stop, block in iter_row_blocks(ensemble, X, max(1, int(block_rows)), rows):
+            if start == stop:
+                break
+            statistics = function(start, stop, block)
+            merged = statistics if merged is None else merge_statistics(merged, statistics)
+            if progress is not None:
+                progress.update(stop - start)
+    finally:
         if progress is not None:
-            progress.update(stop - start)
+            progress.close()
     return merged

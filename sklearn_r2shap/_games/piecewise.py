@@ -124,8 +124,8 @@ def game_from_statistics(ensemble, start, feature, coef, fallback, cover, comple
 # tree goes to the per-row quadrature kernel (the same values).
 _MAX_TABLE_ENTRIES = 1 << 22
 _TABLE_GROUP_ENTRIES = 1 << 23
-# Tests set this to "tables" or "quadrature" to check both routes.
-_FORCE_ROUTE = None
+# The routes a caller may force (``route=``; tests check both).
+ROUTES = ("tables", "quadrature")
 
 
 def _table_structure(game):
@@ -152,14 +152,17 @@ def _table_structure(game):
     return game.tables
 
 
-def _tabulated_trees(game, n_rows):
-    """Which trees go through the pattern tables for ``n_rows`` rows without NaN."""
+def _tabulated_trees(game, n_rows, route=None):
+    """Which trees go through the pattern tables for ``n_rows`` rows without NaN
+    (``route``: None chooses by cost, else every feasible tree or none)."""
+    if route is not None and route not in ROUTES:
+        raise ValueError(f"route must be None or one of {ROUTES}, got {route!r}.")
     ensemble = game.ensemble
-    if ensemble.n_values != 1 or _FORCE_ROUTE == "quadrature" or n_rows == 0:
+    if ensemble.n_values != 1 or route == "quadrature" or n_rows == 0:
         return np.zeros(ensemble.n_trees, dtype=bool)
     tables = _table_structure(game)
     feasible = (tables["tree_size"] <= _MAX_TABLE_ENTRIES) & (tables["tree_max_dim"] <= 40)
-    if _FORCE_ROUTE == "tables":
+    if route == "tables":
         return feasible
     m = len(game.points)
     nodes = np.diff(ensemble.tree_start)
@@ -213,13 +216,14 @@ def _tabulate(game, X, trees, phi, n_threads):
         group, group_size = [], 0
 
 
-def game_values(game, X, *, n_threads):
-    """SHAP values of checked rows X, the expected value last (block function)."""
+def game_values(game, X, *, route=None, n_threads):
+    """SHAP values of checked rows X, the expected value last (block function;
+    ``route`` forces one of :data:`ROUTES`)."""
     ensemble = game.ensemble
     phi = np.zeros((X.shape[0], ensemble.n_outputs, ensemble.n_features))
     linear_columns = np.unique(game.linear_feature)
     nan_rows = np.isnan(X[:, linear_columns]).any(axis=1)
-    tabulate = _tabulated_trees(game, int(np.sum(~nan_rows)))
+    tabulate = _tabulated_trees(game, int(np.sum(~nan_rows)), route)
     _quadrature(game, X, np.flatnonzero(~tabulate), phi, n_threads)
     if np.any(tabulate):
         trees = np.flatnonzero(tabulate)
@@ -235,6 +239,13 @@ def game_values(game, X, *, n_threads):
     out[:, :, :-1] = phi
     out[:, :, -1] = game.expected_value
     return out[:, 0, :] if ensemble.n_outputs == 1 else out
+
+
+def predict_block(ensemble, X, *, linear, n_threads):
+    """Block function: the raw prediction of checked rows X with linear leaves
+    (``linear``: the ensemble's ``_linear_arrays``)."""
+    start, feature, coef, fallback = linear
+    return _piecewise.predict_linear(ensemble, X, start, feature, coef, fallback, n_threads)
 
 
 def leaf_statistics_block(block, weight=None, *, payload):

@@ -53,10 +53,10 @@ _TABLE_GROUP_ENTRIES = 1 << 23
 _RESIDENT_TABLE_ENTRIES = 1 << 25
 # Leaves of more distinct path features are never tabulated (32-bit patterns).
 _MAX_TABLE_DIM = 30
-# Tests set this to "tables", "quadrature" or "mixed" (the leaves of up to
-# the median d of each tree tabulated, at least the deepest ones by
-# quadrature) to check every route.
-_FORCE_ROUTE = None
+# The routes a caller may force (``route=``; tests check each): every feasible
+# tree tabulated, none, or "mixed" (the leaves of up to the median d of each
+# tree tabulated, at least the deepest ones by quadrature).
+ROUTES = ("tables", "quadrature", "mixed")
 
 
 class SemivalueGame:
@@ -79,8 +79,11 @@ class SemivalueGame:
     entries; they are not pickled (a dask worker builds its own once).
     """
 
-    def __init__(self, ensemble, points, weights, n_rows=None, rule_of=None):
+    def __init__(self, ensemble, points, weights, n_rows=None, rule_of=None, route=None):
+        if route is not None and route not in ROUTES:
+            raise ValueError(f"route must be None or one of {ROUTES}, got {route!r}.")
         self.ensemble = ensemble
+        self.route = route
         self.points, self.weights = (np.ascontiguousarray(a, dtype=np.float64)
                                      for a in (points, weights))
         self.n_rows = n_rows
@@ -214,17 +217,16 @@ class SemivalueGame:
         return self._curves
 
     def forced_routes(self):
-        """The routes of ``_FORCE_ROUTE`` (None without)."""
-        if _FORCE_ROUTE is None:
+        """The routes of a forced ``route`` (None without)."""
+        if self.route is None:
             return None
         curves = self.curves()
         feasible = curves["feasible"]
         largest = feasible.shape[1] - 1 - np.argmax(feasible[:, ::-1], axis=1)
-        if _FORCE_ROUTE == "tables":
+        if self.route == "tables":
             return largest
-        if _FORCE_ROUTE == "quadrature":
+        if self.route == "quadrature":
             return np.zeros(self.ensemble.n_trees, dtype=np.int64)
-        assert _FORCE_ROUTE == "mixed", _FORCE_ROUTE
         structure = self.structure()
         leaf_dim, start = structure["leaf_dim"], structure["tree_leaf_start"]
         middle = np.array([np.median(leaf_dim[start[t]:start[t + 1]]) if start[t + 1] > start[t]
@@ -369,15 +371,16 @@ class SemivalueGame:
         return phi
 
 
-def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, n_threads):
+def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, route=None,
+                       n_threads):
     """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow leaves
     and many rows, by the per-row quadrature kernel otherwise (same values).
 
     ``game``: a :class:`SemivalueGame` (tables kept across blocks), or an
-    ensemble with ``points`` and ``weights`` (and optionally ``rule_of``;
-    tables for these rows only)."""
+    ensemble with ``points`` and ``weights`` (and optionally ``rule_of`` and
+    ``route``; tables for these rows only)."""
     if not isinstance(game, SemivalueGame):
-        game = SemivalueGame(game, points, weights, rule_of=rule_of)
+        game = SemivalueGame(game, points, weights, rule_of=rule_of, route=route)
     return with_expected_value(game.ensemble, game.values(X, n_threads))
 
 

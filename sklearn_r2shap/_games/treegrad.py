@@ -1,9 +1,11 @@
 """TreeGrad games (treegrad-ranker, Algorithms 2, 9 and 10; documentation page "Ranking").
 
 Which output of a model a row's game explains (:func:`_resolve_output`, shared
-by the ranker and the insertion / deletion curves), and the kernels of a
-block of checked rows: :func:`gradient` (the multilinear extension and its
-gradient) and :func:`ranker_scores` (the TreeGrad-Ranker scores).
+by the ranker and the insertion / deletion curves), and the block functions
+the executor runs over blocks of checked rows: :func:`gradient_block` (the
+multilinear extension and its gradient), :func:`ranker_block` (the
+TreeGrad-Ranker scores), :func:`curves_block` (insertion and deletion
+curves) and :func:`outputs_block` (the output each row explains).
 
 Layer: games. Imports the ground floor, ``_model`` and ``_kernels``.
 """
@@ -11,7 +13,12 @@ import numpy as np
 
 from .._kernels import _predict, _semivalues
 
-__all__ = ["gradient", "ranker_scores", "pattern_structure"]
+__all__ = ["gradient_block", "ranker_block", "curves_block", "outputs_block",
+           "pattern_structure"]
+
+# Rows of vertices evaluated per kernel call (bounds the (rows, p) arrays of
+# the insertion and deletion curves).
+_CHUNK_POINTS = 1 << 16
 
 
 def pattern_structure(ensemble):
@@ -19,15 +26,58 @@ def pattern_structure(ensemble):
     return _semivalues.pattern_structure(ensemble)
 
 
-def gradient(ensemble, X, z, kernel_output, n_threads):
-    """``(grad F_x(z), F_x(z))`` of every row of X (TreeGrad, Algorithm 9)."""
-    return _semivalues.treegrad(ensemble, X, z, kernel_output, n_threads)
+def gradient_block(ensemble, X, *, z, class_index=None, n_threads):
+    """``(grad F_x(z), F_x(z))`` of every row of X (TreeGrad, Algorithm 9), for
+    the output ``class_index`` (one per row, or one for all) selects."""
+    kernel_output, sign = _resolve_output(ensemble, X, class_index, n_threads)
+    gradient, value = _semivalues.treegrad(ensemble, X, np.ascontiguousarray(z), kernel_output,
+                                           n_threads)
+    return _signed(gradient, sign[:, None]), _signed(value, sign)
 
 
-def ranker_scores(ensemble, structure, X, kernel_output, n_iter, step_size, adam, n_threads):
-    """TreeGrad-Ranker scores zeta of every row of X (Algorithms 2 and 10)."""
-    return _semivalues.treegrad_ranker(ensemble, structure, X, kernel_output, n_iter, step_size,
+def ranker_block(ensemble, X, *, structure, n_iter, step_size, adam, class_index=None,
+                 n_threads):
+    """TreeGrad-Ranker scores zeta of every row of X (Algorithms 2 and 10);
+    ``structure``: :func:`pattern_structure` of the ensemble, once per call."""
+    kernel_output, sign = _resolve_output(ensemble, X, class_index, n_threads)
+    zeta = _semivalues.treegrad_ranker(ensemble, structure, X, kernel_output, n_iter, step_size,
                                        adam, n_threads)
+    return _signed(zeta, sign[:, None])
+
+
+def outputs_block(ensemble, X, *, class_index=None, n_threads):
+    """The kernel output and sign (columns 0 and 1) each row's game explains."""
+    kernel_output, sign = _resolve_output(ensemble, X, class_index, n_threads)
+    return np.column_stack([kernel_output.astype(np.float64), sign])
+
+
+def curves_block(ensemble, X, *, rankings, class_index=None, n_threads):
+    """Insertion and deletion curves ``v_x(first k of the ranking)`` and
+    ``v_x(N minus the first k)``, k = 0..p, of the rows X (checked): each
+    ``v_x(S)`` is the multilinear extension at the vertex ``z = 1_S``."""
+    n_rows, n_features = X.shape
+    kernel_output, sign = _resolve_output(ensemble, X, class_index, n_threads)
+    # position[i, j]: where feature j comes in row i's ranking
+    position = np.empty_like(rankings)
+    np.put_along_axis(position, rankings, np.arange(n_features)[None, :], axis=1)
+    n_points = n_features + 1
+    insertion = np.empty((n_rows, n_points))
+    deletion = np.empty((n_rows, n_points))
+    k = np.arange(n_points)[None, :, None]
+    chunk = max(1, _CHUNK_POINTS // n_points)
+    for start in range(0, n_rows, chunk):
+        stop = min(start + chunk, n_rows)
+        # inserted[r, k, j]: feature j is among the first k of row r's ranking
+        inserted = (position[start:stop, None, :] < k).astype(np.float64)
+        rows = np.repeat(X[start:stop], n_points, axis=0)
+        outputs = np.repeat(kernel_output[start:stop], n_points)
+        for Z, out in ((inserted, insertion), (1.0 - inserted, deletion)):
+            _, value = _semivalues.treegrad(
+                ensemble, rows, np.ascontiguousarray(Z.reshape(-1, n_features)), outputs,
+                n_threads)
+            out[start:stop] = value.reshape(stop - start, n_points)
+    sign = sign[:, None]
+    return _signed(insertion, sign), _signed(deletion, sign)
 
 
 # Models whose leaves hold class probabilities (predict_proba is their raw output).
@@ -50,7 +100,7 @@ def _has_probability_leaves(ensemble):
     return ensemble.model_type in _PROBABILITY_MODELS and _classes(ensemble) is not None
 
 
-def _resolve_output(ensemble, X, output, n_threads):
+def _resolve_output(ensemble, X, class_index, n_threads):
     """Kernel output and sign (+1 / -1) of every row, see the module docstring.
 
     Returns ``(kernel_output, sign)``, arrays of shape (n_rows,): int64
@@ -61,7 +111,7 @@ def _resolve_output(ensemble, X, output, n_threads):
     binary = _is_binary_margin(ensemble)
     classes = _classes(ensemble)
     n_choices = 2 if binary else ensemble.n_outputs
-    if output is None:
+    if class_index is None:
         if binary:
             chosen = (_predict.predict_raw(ensemble, X, n_threads)[:, 0] > 0).astype(np.int64)
         elif ensemble.n_outputs == 1:
@@ -69,23 +119,23 @@ def _resolve_output(ensemble, X, output, n_threads):
         elif classes is None:
             raise ValueError(
                 f"{ensemble.model_type} has {ensemble.n_outputs} outputs and no classes: "
-                "choose the output to explain with an integer output index."
+                "choose the output to explain with an integer class_index."
             )
         else:
             raw = _predict.predict_raw(ensemble, X, n_threads)
             chosen = np.argmax(raw, axis=1).astype(np.int64)
     else:
-        chosen = np.asarray(output)
+        chosen = np.asarray(class_index)
         if chosen.dtype == bool or not np.issubdtype(chosen.dtype, np.integer):
             raise ValueError(
-                "output must be None, an integer or an array of integers (one per row), "
-                f"got {output!r}."
+                "class_index must be None, an integer or an array of integers (one per row), "
+                f"got {class_index!r}."
             )
         if chosen.ndim == 0:
             chosen = np.full(n_rows, int(chosen), dtype=np.int64)
         elif chosen.shape != (n_rows,):
             raise ValueError(
-                f"output must be an integer or have one entry per row ({n_rows}), got "
+                f"class_index must be an integer or have one entry per row ({n_rows}), got "
                 f"shape {chosen.shape}."
             )
         chosen = chosen.astype(np.int64)
@@ -93,23 +143,12 @@ def _resolve_output(ensemble, X, output, n_threads):
             what = ("class indices 0 (negated margin) or 1 (margin) of the binary classifier"
                     if binary else f"indices in [0, {n_choices})")
             raise ValueError(
-                f"output must hold {what} of {ensemble.model_type}; got values in "
+                f"class_index must hold {what} of {ensemble.model_type}; got values in "
                 f"[{chosen.min()}, {chosen.max()}]."
             )
     if binary:
         return np.zeros(n_rows, dtype=np.int64), np.where(chosen == 1, 1.0, -1.0)
     return np.ascontiguousarray(chosen), np.ones(n_rows)
-
-
-def _per_row(output):
-    """``output`` as an array when it has one entry per row (sliced by blocks)."""
-    if output is None or np.ndim(output) == 0:
-        return output
-    return np.asarray(output)
-
-
-def _take(output, part):
-    return output if output is None or np.ndim(output) == 0 else output[part]
 
 
 def _signed(values, sign):

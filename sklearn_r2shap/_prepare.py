@@ -1,0 +1,190 @@
+"""The one preparation step of every public function: :func:`prepare` -> :class:`Call`.
+
+A public function calls :func:`prepare` once, at its top; it unwraps a
+Pipeline (``_pipeline``: the last step, X and the background transformed by
+the steps before it), resolves ``groups`` into players (``_groups``), reads
+the model into a :class:`~sklearn_r2shap.TreeEnsemble`, checks the rows once
+(a dense X is checked here and sliced by the executor; a sparse X is checked
+one dense block at a time; a dask collection is checked on an empty stand-in
+here and partition by partition on its workers), reads the column names,
+checks ``n_jobs`` and ``verbose``, and decides local or dask. The rest of the
+call reads the returned :class:`Call` only: it chooses the game, runs it on
+the executor (:func:`._execution.run.map_rows`) and builds the result.
+
+Layer: public functions (the boundary's preparation step). Imports
+``_pipeline``, ``_groups``, ``_model``, ``_execution`` and the ground floor;
+never a public function module or an estimator.
+"""
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _groups, _pipeline
+from ._execution import dask as _dask
+from ._execution import local as _local
+from ._model import explainable_ensemble
+from ._validation import check_rows, column_names, n_rows_features, resolve_n_jobs
+
+__all__ = ["Call", "prepare", "split_row_argument"]
+
+
+@dataclass
+class Call:
+    """A public function's inputs, prepared once (:func:`prepare`).
+
+    Attributes
+    ----------
+    model : object
+        The model explained: a Pipeline's last step, else the model given.
+    X : object
+        The rows as the last step sees them (transformed by a Pipeline's
+        steps), unchecked: e.g. the data an :class:`Explanation` shows.
+    ensemble : TreeEnsemble
+        The model read once (with the groups as players when ``groups`` was
+        given).
+    rows : CheckedRows, scipy.sparse CSR matrix or dask collection
+        X for the executor: dense rows checked once
+        (:class:`._execution.local.CheckedRows`), a CSR matrix checked one
+        dense block at a time, or a dask Array / DataFrame (whole rows per
+        block) checked on its workers.
+    n_rows, n_features : int
+        X's shape (``n_rows`` is NaN-free only in memory; 0 for dask).
+    names : ndarray of str or None
+        The columns' names: those a Pipeline's steps output, else X's column
+        names, else the model's own.
+    players : list of str or None
+        With ``groups``: the players (the groups, then every column in no
+        group); the values of the other columns of the grouped ensemble are
+        those of null players and are cut by :meth:`players_only`.
+    background : ndarray or None
+        The background rows, transformed and checked (in memory).
+    dask : bool
+        Whether X is a dask collection (asked once, here).
+    n_jobs, n_threads : int or None, int
+        The caller's ``n_jobs`` and the OpenMP threads it means here (for a
+        dask collection: per task, one unless asked).
+    verbose : "auto" or int
+        Checked (:func:`._execution.local.check_verbose`).
+    """
+
+    model: Any
+    X: Any
+    ensemble: Any
+    rows: Any
+    n_rows: int
+    n_features: int
+    names: Optional[np.ndarray]
+    players: Optional[list]
+    background: Optional[np.ndarray]
+    dask: bool
+    n_jobs: Optional[int]
+    n_threads: int
+    verbose: Any
+
+    @property
+    def n_players(self):
+        """The players of the game: the groups and ungrouped columns, or the features."""
+        return self.ensemble.n_features if self.players is None else len(self.players)
+
+    def players_only(self, phi):
+        """``phi`` (players' columns, the expected value last) without the null
+        players a grouped ensemble has beyond its groups."""
+        if self.players is None:
+            return phi
+        return phi[..., np.r_[np.arange(len(self.players)), phi.shape[-1] - 1]]
+
+    def trailing_shape(self, *width):
+        """The result's shape past the rows: ``width`` per row and output
+        (the output axis only for several outputs)."""
+        outputs = () if self.ensemble.n_outputs == 1 else (self.ensemble.n_outputs,)
+        return outputs + tuple(width)
+
+
+def _check_background(ensemble, background):
+    if _dask.is_dask_collection(background):
+        raise TypeError(
+            "background must be in memory (an array, DataFrame or sparse matrix); "
+            "it is summarised once per tree, so pass background.compute() (a sample "
+            "of a few hundred to a few thousand rows is typical)."
+        )
+    background = check_rows(ensemble, background)
+    if background.shape[0] == 0:
+        raise ValueError("background has no rows; the interventional game needs at least one.")
+    return background
+
+
+def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
+            ensemble_of=explainable_ensemble, check_background=True, in_memory=None):
+    """Prepare a public function's call: see the module docstring.
+
+    Parameters
+    ----------
+    model : fitted tree model, TreeEnsemble or Pipeline ending in one
+    X : array-like, DataFrame, sparse matrix or dask collection of rows
+    groups : mapping or "input", optional
+        Feature groups as players (``_groups.players``).
+    background : array-like, DataFrame or sparse matrix, optional
+        Background rows (transformed as X; checked unless
+        ``check_background=False``, e.g. a piecewise game's dask background).
+    n_jobs : int or None
+    verbose : "auto" or int
+    ensemble_of : callable
+        Reads the last step into an ensemble (default: refusing linear
+        leaves; ``to_ensemble`` for the piecewise-linear game).
+    in_memory : str, optional
+        For the functions that need X in memory: the message of the
+        ValueError a dask X raises.
+
+    Returns
+    -------
+    Call
+    """
+    verbose = _local.check_verbose(verbose)
+    is_dask = _dask.is_dask_collection(X)
+    if is_dask and in_memory is not None:
+        raise ValueError(in_memory)
+    input_names = _dask.column_names(X) if is_dask else column_names(X)
+    # groups="input" of unnamed columns: x0, x1, ... of the input's width
+    n_inputs = (n_rows_features(X)[1] if isinstance(groups, str) and input_names is None
+                and not is_dask else None)
+    if background is not None and _pipeline.has_transformers(model):
+        background = _pipeline.transform(model, background)
+    last, X, names = _pipeline.unwrap(model, X)  # names: None unless a Pipeline
+    ensemble = ensemble_of(last)
+    if names is None:
+        names = input_names
+    if names is None:
+        names = ensemble.feature_names
+    players = None
+    if groups is not None:
+        player, players = _groups.players(model, groups, ensemble.n_features, names,
+                                          input_names, n_inputs)
+        ensemble = ensemble.with_players(player)
+    if is_dask:
+        _dask._import_dask()  # says how to install it
+        _dask.check_rows_lazily(ensemble, X)
+        rows, n_rows, n_features = _dask.whole_rows(X), 0, ensemble.n_features
+        n_threads = resolve_n_jobs(_dask.block_threads(n_jobs))
+    else:
+        n_rows, n_features = n_rows_features(X)
+        rows = _local.prepare_rows(ensemble, X)
+        n_threads = resolve_n_jobs(n_jobs)
+    if background is not None and check_background:
+        background = _check_background(ensemble, background)
+    return Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows, n_features=n_features,
+                names=names, players=players, background=background, dask=is_dask,
+                n_jobs=n_jobs, n_threads=n_threads, verbose=verbose)
+
+
+def split_row_argument(name, value, n_rows):
+    """``(per-row arguments, fixed arguments)`` of an argument that is one value
+    for every row (None, a scalar) or an array of one entry per row (which
+    the executor cuts to each block's rows)."""
+    if value is None or np.ndim(value) == 0:
+        return {}, {name: value}
+    value = np.asarray(value)
+    if value.shape[:1] != (n_rows,):
+        raise ValueError(f"{name} must be one value or have one entry per row ({n_rows}), "
+                         f"got shape {value.shape}.")
+    return {name: value}, {}
