@@ -214,7 +214,7 @@ class R2Decomposition(_Shares):
             "  worse on these rows.",
             f"std.err: standard error of the share over the {self.n_rows} rows (rows treated "
             "as independent).",
-            (f"unattributed: score - sum; ~0 on the training rows, larger on held-out "
+            ("unattributed: score - sum; ~0 on the training rows, larger on held-out "
              "rows." if self.mode == "symmetric" or self.score_name in ("r2", "d2_brier")
              else "unattributed: score - sum: initial margin, tree means and the third- "
              "and higher-order remainder."),
