@@ -10,7 +10,7 @@ from ._errors import SampledAlgorithmWarning, UnsupportedModelError
 from ._model import TreeEnsemble, to_ensemble
 from . import metrics
 from ._execution.cost import CostEstimate, estimate_cost
-from ._scores import R2Decomposition
+from ._scores import R2Decomposition, ShapFlexDecomposition
 from .decomposition import r2_decomposition
 from .piecewise import piecewise_ensemble, piecewise_predict, piecewise_shap_values
 from .shapflex import shapflex_decomposition
@@ -51,6 +51,7 @@ __all__ = [
     "probabilistic_values",
     "r2_decomposition",
     "R2Decomposition",
+    "ShapFlexDecomposition",
     "ShapleyR2Importance",
     "ShapleyR2RFECV",
     "estimate_cost",

@@ -14,8 +14,13 @@ Layer: public functions (helpers at the boundary). Imports ``_pipeline``, ``_mod
 ``_validation``; never an estimator.
 """
 import numbers
+from dataclasses import replace
 
 import numpy as np
+
+from ._model import explainable_ensemble as _explained
+from ._pipeline import _steps, has_transformers, is_pipeline, transform, unwrap
+from ._validation import column_names, n_rows_features
 
 __all__ = ["resolve_groups", "input_groups"]
 
@@ -158,8 +163,6 @@ def _column_indices(transformer, columns, n_inputs):
 
 def input_groups(pipeline, input_names):
     """``groups="input"``: a mapping input column name -> transformed column indices."""
-    from ._pipeline import _steps
-
     transformers, _ = _steps(pipeline)
     n_inputs = len(input_names)
     mapping = np.arange(n_inputs)
@@ -175,8 +178,6 @@ def players(model, groups, n_features, names, input_names, n_inputs):
     """``(player_of_column, player_names)`` of ``groups`` for the last step of
     ``model`` (:func:`resolve_groups`), ``"input"`` read from the input
     columns (``input_names``, or x0, x1, ... for ``n_inputs`` unnamed ones)."""
-    from ._pipeline import has_transformers
-
     if isinstance(groups, str):
         if groups != "input":
             raise ValueError(f"groups must be a mapping or 'input', got {groups!r}.")
@@ -194,10 +195,6 @@ def grouped_model(model, X, groups, ensemble_of=None):
     """``(ensemble with the groups as players, rows, player names)`` of a model
     (or Pipeline: its last step and transformed rows) and ``groups``;
     ``ensemble_of(last step)`` gives the ensemble (default: its own)."""
-    from ._pipeline import unwrap
-    from ._validation import column_names, n_rows_features
-    from ._model import explainable_ensemble as _explained
-
     input_names, n_inputs = column_names(X), n_rows_features(X)[1]
     last, rows, names = unwrap(model, X)
     ensemble = _explained(last) if ensemble_of is None else ensemble_of(last)
@@ -214,9 +211,6 @@ def input_columns_of_players(model, X, groups, player_names):
     """For a selector: the input columns (of X) each player stands for, or None
     when players are not sets of input columns (explicit groups of the columns
     a Pipeline's steps make)."""
-    from ._pipeline import has_transformers
-    from ._validation import column_names, n_rows_features
-
     n_inputs = n_rows_features(X)[1]
     inputs = column_names(X)
     inputs = [f"x{j}" for j in range(n_inputs)] if inputs is None else [str(n) for n in inputs]
@@ -240,8 +234,6 @@ def grouped(function, model, X, groups, background=None, **kwargs):
     the conjunction of its path's conditions on the group's columns, which is
     how the interventional kernel reads the players of
     :meth:`TreeEnsemble.with_players`."""
-    from ._pipeline import is_pipeline, transform
-
     ensemble, rows, player_names = grouped_model(model, X, groups)
     if background is not None:
         kwargs["background"] = transform(model, background) if is_pipeline(model) else background
@@ -253,8 +245,6 @@ def grouped(function, model, X, groups, background=None, **kwargs):
 def restrict_decomposition(result, player_names):
     """An R2Decomposition of a grouped ensemble with its null players (the
     columns beyond the groups, which no split credits) dropped."""
-    from dataclasses import replace
-
     k = len(player_names)
 
     def cut(values, axis=0):

@@ -27,6 +27,7 @@ from ._errors import UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
+from .plotting import plot_bars
 
 __all__ = ["R2Decomposition", "ShapFlexDecomposition", "check_target", "check_weights",
            "loss_of"]
@@ -180,8 +181,6 @@ class R2Decomposition(_Shares):
         -------
         matplotlib Axes
         """
-        from .plotting import plot_bars
-
         model = f"{self.model_name}\n" if self.model_name else ""
         label = self.score_label.replace("^2", "$^2$")
         title = (f"{model}{label} = {self.score:.3f} on {self.n_rows} rows "
@@ -294,8 +293,6 @@ class ShapFlexDecomposition(_Shares):
         -------
         matplotlib Axes
         """
-        from .plotting import plot_bars
-
         model = f"{self.model_name}\n" if self.model_name else ""
         title = (f"{model}Gelman R$^2$ = {self.score:.3f}, shapFlex shares "
                  f"($\\sigma_{{unique}}$ = {self.sigma_unique:.2f})\n"

@@ -17,8 +17,11 @@ import numbers
 
 import numpy as np
 
+from ._errors import import_optional
 from ._prepare import prepare
 from ._validation import column_names
+from .attributions import semivalues_of
+from .interactions import _interaction_values
 
 __all__ = ["Explanation", "explain"]
 
@@ -233,8 +236,7 @@ class Explanation:
         -------
         pandas.DataFrame
         """
-        import pandas as pd
-
+        pd = import_optional("pandas", "Explanation.to_frame()")
         if kind not in ("long", "wide"):
             raise ValueError(f"kind must be 'long' or 'wide', got {kind!r}.")
         values, base, data, rows, features, outputs = self._full()
@@ -262,11 +264,7 @@ class Explanation:
         ``shap.plots.beeswarm(e.to_shap())``, ``shap.plots.waterfall(e[0].to_shap())``.
         Needs the ``shap`` package (imported here only).
         """
-        try:
-            import shap
-        except ImportError as error:
-            raise ImportError("to_shap() needs the shap package (`pip install shap`); "
-                              "to_frame() needs only pandas.") from error
+        shap = import_optional("shap", "Explanation.to_shap() (to_frame() needs only pandas)")
         features = self.feature_names
         outputs = self.output_names
         return shap.Explanation(
@@ -395,9 +393,6 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     >>> e[0, "petal length (cm)"].values.shape   # one row, one feature: one value per class
     (3,)
     """
-    from .attributions import semivalues_of
-    from .interactions import _interaction_values
-
     if groups is not None and interactions:
         raise ValueError("groups= gives the Shapley values of the groups; it cannot be "
                          "combined with interactions=True (interaction values are "

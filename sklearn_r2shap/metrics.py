@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import import_optional
 from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows
 from ._games.treegrad import curves_block
@@ -87,8 +88,7 @@ class InsertionDeletion:
         -------
         ndarray of two Axes
         """
-        import matplotlib.pyplot as plt
-
+        plt = import_optional("matplotlib.pyplot", "InsertionDeletion.plot()")
         if ax is None:
             _, ax = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
         axes = np.asarray(ax).ravel()

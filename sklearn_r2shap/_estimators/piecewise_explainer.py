@@ -167,7 +167,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         self.expected_value_ = float(expected[0]) if len(expected) == 1 else expected.copy()
         self._step_line("computed covers and leaf means", since)
         since = time.perf_counter()
-        phi = _values(game, X, self.n_jobs)
+        phi = _values(game, X, self.n_jobs, verbose=self.verbose)
         self._step_line(f"computed the SHAP values of {phi.shape[0]} rows", since)
         phi = phi[..., :-1].reshape(phi.shape[0], -1, phi.shape[-1] - 1)
         self.feature_importances_ = np.abs(phi).mean(axis=(0, 1))
@@ -190,7 +190,7 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         check_is_fitted(self, "_game")
         _check_feature_names(self, X, reset=False)
         X = self._explained_rows(X)
-        return _values(self._game, X, self.n_jobs)
+        return _values(self._game, X, self.n_jobs, verbose=self.verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -28,6 +28,7 @@ is shown by default for long work only (``verbose="auto"``).
 Layer: execution. Imports the ground floor, ``_model`` and ``_kernels``;
 never a game, a public module or an estimator.
 """
+import html
 import warnings
 from dataclasses import dataclass
 
@@ -112,8 +113,6 @@ class CostEstimate:
         return "\n".join(self._lines())
 
     def _repr_html_(self):
-        import html
-
         head, _, exact, sampled, note = self._lines()
         rows = "".join(
             f"<tr><th style=\"text-align:left\">{name}</th>"

@@ -29,6 +29,7 @@ public module or an estimator.
 """
 import numpy as np
 
+from .._errors import import_optional
 from .._model import TreeEnsemble
 from .._numerics import Extremes, Moments, merge_statistics
 from .._validation import check_rows, resolve_n_jobs
@@ -47,16 +48,8 @@ def is_dask_collection(X):
 
 
 def _import_dask():
-    try:
-        import dask
-        import dask.array
-    except ImportError as exc:
-        raise ImportError(
-            "A dask collection was passed, but dask is not installed (or incompletely): "
-            "install the optional dependency with `pip install sklearn-r2shap[dask]` "
-            "(dask[array,dataframe] and distributed)."
-        ) from exc
-    return dask
+    import_optional("dask.array", "A dask collection")
+    return import_optional("dask", "A dask collection")
 
 
 def _is_dataframe_like(X):
@@ -70,8 +63,7 @@ def shipped_once(payload):
     several collections with the same model reuses the key.
     """
     dask = _import_dask()
-    from dask.base import tokenize
-
+    tokenize = import_optional("dask.base", "A dask collection").tokenize
     name = f"sklearn-r2shap-{type(payload).__name__}-{tokenize(payload)}"
     return dask.delayed(payload, name=name, traverse=False)
 

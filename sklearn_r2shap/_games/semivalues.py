@@ -11,6 +11,7 @@ Layer: games. Imports the ground floor, ``_model`` and ``_kernels``.
 """
 import heapq
 import math
+from fractions import Fraction
 import threading
 
 import numpy as np
@@ -456,8 +457,6 @@ def _semivalue_rule(weights, n_points):
     sum |c_l| / sum c_l`` (1 for Shapley or any positive rule), the factor by
     which the rule can magnify rounding errors.
     """
-    from fractions import Fraction
-
     n_points = max(1, int(n_points))
     # q^(P) in floating point: sums of non-negative numbers (backward stable)
     q = [Fraction(float(v)) for v in _treeprob.reduce_weights(weights, n_points)]
