@@ -1126,8 +1126,14 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                                       &ratio[base], &rho[ls], &lt, &own_pattern[at],
                                       &rule_weights[mt - 1, 0], mt, square_coef[r, t],
                                       &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
+                    # Ctrl-C within a group (seconds of work on a large tree):
+                    # per segment of a table build and per row of a block
                     for blk in range(n_blocks):
+                        if interrupted(&stop):
+                            break
                         for sg in range(block[blk, 4], block[blk + 1, 4]):
+                            if interrupted(&stop):
+                                break
                             pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
                                          segment[sg, 2], segment[sg, 4], &dim[ls],
                                          &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
@@ -1137,13 +1143,15 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                                          &rule_weights[mt - 1, 0])
                         own_start[block[blk, 2]] = block[blk, 3]
                         for r in range(g0, g1):
-                            if square_coef[r, t] == 0.0:
+                            if square_coef[r, t] == 0.0 or interrupted(&stop):
                                 continue
                             at = (r - g0) * n_leaves
                             pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
                                        own_start, own_bit1, own_bit2, own_feature, own_offset,
                                        own_psi, own_kappa, &own_pattern[at], &own_V[at * mt],
                                        &own_Q[at * mt], square_coef[r, t], &out[r, 0], mt)
+                    if interrupted(&stop):
+                        continue
                     for r in range(g0, g1):
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
