@@ -50,6 +50,7 @@ SLOW_TESTS = {
     "test_inputs.py::test_sparse_xgboost_absent_is_missing",
     "test_interactions.py::test_more_than_64_features_on_a_path",
     "test_interrupt.py::test_sigint_stops_kernel",
+    "test_interrupt.py::test_sigint_delay_exact_r2_as_a_user_calls_it",
     "test_layers.py::test_bit_identical_for_any_n_jobs",
     "test_layers.py::test_r2_decomposition_checks_X_once",
     "test_layers.py::test_small_blocks_are_several_blocks",

@@ -196,3 +196,45 @@ def test_auto_routes_mix_within_the_table_budget(monkeypatch):
     i = int(np.argmax(np.abs(want).sum(axis=(1, 2))))
     exact = reference.semivalue(ens, X[i], reference.shapley_weight)[0]
     np.testing.assert_allclose(got[i, 0], exact, rtol=0, atol=1e-12 * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("n_rows, n_threads", [(1, 1), (1, 2), (100, 2), (600, 1), (600, 3),
+                                               (600, 64), (5000, 2)])
+def test_row_blocks_by_threads_stay_in_bounds(n_rows, n_threads):
+    """Issue 31: the kernels' row blocks shrink with the thread count (about
+    4 blocks a thread) within bounds; one thread keeps the full blocks."""
+    from sklearn_r2shap._kernels import _semivalues
+    for size, low, high in ((_semivalues.pattern_block_rows(n_rows, n_threads), 16, 512),
+                            (_semivalues.part_block_rows(n_rows, n_threads), 8, 64)):
+        assert low <= size <= high
+        if n_threads == 1 or n_rows >= 4 * n_threads * high:
+            assert size == high
+
+
+def test_row_blocks_of_the_issue_31_models():
+    """XGBoost depth 8 gave 1,521-row executor blocks (3 table blocks of 512:
+    at most 1.5x on 2 threads), LightGBM 255 leaves 436 (1 table block, 7
+    part blocks)."""
+    from sklearn_r2shap._kernels import _semivalues
+    assert _semivalues.pattern_block_rows(1521, 2) == 192  # 8 blocks
+    assert _semivalues.pattern_block_rows(436, 2) == 56    # 8 blocks
+    assert _semivalues.part_block_rows(436, 2) == 55       # 8 blocks
+
+
+@pytest.mark.parametrize("route", ["tables", "mixed"])
+def test_one_block_split_by_threads_matches_enumeration(route, monkeypatch):
+    """One executor block of 700 rows (512-row table blocks and 64-row part
+    blocks on one thread, smaller ones on 2, 3 and 8 threads): the values of
+    enumeration, bit for bit the same for every thread count."""
+    ens, X = many_rows("single-output", n_rows=700)
+    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", route)
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+    one = semivalue_games.uniform_semivalues(game, X, n_threads=1)
+    one = one if one.ndim == 3 else one[:, None, :]
+    for i in range(0, len(X), 97):
+        want = reference.semivalue(ens, X[i], reference.shapley_weight)
+        assert np.max(np.abs(one[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
+    for n_threads in (2, 3, 8):
+        got = semivalue_games.uniform_semivalues(game, X, n_threads=n_threads)
+        np.testing.assert_array_equal(got.reshape(one.shape), one)

@@ -3,7 +3,7 @@
 # the ensemble through ``Forest`` and ``next_node``; none re-implements them.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.math cimport isnan, fabs
-from cpython.exc cimport PyErr_Fetch, PyErr_Restore, PyErr_SetNone
+from cpython.exc cimport PyErr_Fetch, PyErr_Restore, PyErr_SetNone, PyErr_SetString
 from cpython.ref cimport PyObject
 
 cdef extern from *:
@@ -185,6 +185,7 @@ cdef inline void row_patterns(
 #     interrupt_raise(&stop)
 cdef struct Interrupt:
     int stop
+    int no_memory              # a thread could not allocate its scratch space
     double last_check
     PyObject* exc_type
     PyObject* exc_value
@@ -194,6 +195,7 @@ cdef struct Interrupt:
 cdef inline Interrupt interrupt_new() noexcept nogil:
     cdef Interrupt it
     it.stop = 0
+    it.no_memory = 0
     it.last_check = r2shap_monotonic()
     it.exc_type = NULL
     it.exc_value = NULL
@@ -217,12 +219,22 @@ cdef inline bint interrupted(Interrupt* it) noexcept nogil:
     return r2shap_load_flag(&it.stop)
 
 
+cdef inline void interrupt_no_memory(Interrupt* it) noexcept nogil:
+    """A thread's scratch allocation failed: every thread stops at its next
+    poll and ``interrupt_raise`` raises MemoryError."""
+    r2shap_store_flag(&it.no_memory)
+    r2shap_store_flag(&it.stop)
+
+
 cdef inline int interrupt_raise(Interrupt* it) except -1:
-    """After the parallel region: re-raise what stopped the kernel, if anything."""
+    """After the parallel region: re-raise what stopped the kernel, if anything
+    (a signal handler's exception first, then MemoryError for scratch space)."""
     if not it.stop:
         return 0
     if it.exc_type != NULL:
         PyErr_Restore(it.exc_type, it.exc_value, it.exc_traceback)
+    elif it.no_memory:
+        PyErr_SetString(MemoryError, b"could not allocate the kernel's per-thread scratch space")
     else:
         PyErr_SetNone(KeyboardInterrupt)
     it.exc_type = NULL

@@ -38,10 +38,13 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport malloc, free
 
+from ._common cimport (
+    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
+    tree_block_patterns, widest,
+)
 from ._forest cimport (
-    Forest, forest_from, path_factors, row_patterns,
+    Forest, forest_from, path_factors,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -153,17 +156,17 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
     cdef double* follow
     cdef double* factor
     cdef double* row
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_leaves == 0:
         return np.asarray(tables)
     with nogil, parallel(num_threads=n_threads):
-        follow = <double*> malloc((max_dim + 1) * sizeof(double))
-        factor = <double*> malloc((max_dim + 1) * sizeof(double))
-        if follow == NULL or factor == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        follow = <double*> take(&mem, (max_dim + 1) * sizeof(double))
+        factor = <double*> take(&mem, (max_dim + 1) * sizeof(double))
+        scratch_ready(&stop, &mem)
         for i in prange(n_leaves, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             v = leaves[i]
             d = dim[v]
@@ -177,11 +180,8 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
                            rule_start[d + 1] - r0, factor, row)
                 for c in range(n_packed):
                     row[c] = row[c] * scale[i]
-        free(follow)
-        free(factor)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(tables)
 
 
@@ -209,25 +209,19 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
     cdef int64_t n_blocks = (n_rows + block - 1) // block
     cdef int64_t W = f.n_values
     cdef int64_t width = out.shape[3]
-    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"]), initial=1))
+    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
     cdef Py_ssize_t bi
     cdef int64_t i, i0, i1, ti, t, start, n, lv, v, d, o, w, n_packed, n_leaves
     cdef const double* table
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef uint64_t* leaf_pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef BlockPatterns bp
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
-            failed[0] = 1
+        bp = block_patterns_new(&f, block, max_leaves)
+        scratch_ready(&stop, &bp.mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -237,12 +231,8 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
                 n = f.tree_start[t + 1] - start
                 if n == 1:
                     continue
-                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
-                for i in range(i0, i1):
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                    for lv in range(n_leaves):
-                        leaf_pattern[(i - i0) * n_leaves + lv] = (
-                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
+                                              &leaf_node[0], &tree_leaf_start[0], &bp)
                 for lv in range(n_leaves):
                     v = tree_leaf_start[t] + lv
                     d = dim[v]
@@ -251,7 +241,7 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
                     n_packed = d * (d + 1) // 2
                     for i in range(i0, i1):
                         table = &tables[table_start[v]
-                                        + leaf_pattern[(i - i0) * n_leaves + lv] * n_packed]
+                                        + bp.leaf_pattern[(i - i0) * n_leaves + lv] * n_packed]
                         if W == 1:
                             add_leaf_unit(n_packed, &offsets[offset_start[v]], table,
                                           &out[i, f.tree_output[t], 0, 0])
@@ -259,12 +249,8 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
                             for w in range(W):
                                 add_leaf(n_packed, &offsets[offset_start[v]], table,
                                          f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
-        free(left_taken)
-        free(pattern)
-        free(leaf_pattern)
+        buffers_free(&bp.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
@@ -294,22 +280,21 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     cdef double* follow
     cdef double* factor
     cdef double* terms
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        ratio_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
-        follow_prod = <double*> malloc(f.max_tree_nodes * sizeof(double))
-        follow = <double*> malloc((max_dim + 1) * sizeof(double))
-        factor = <double*> malloc((max_dim + 1) * sizeof(double))
-        terms = <double*> malloc((max_dim * (max_dim + 1) // 2 + 1) * sizeof(double))
-        if (left_taken == NULL or ratio_prod == NULL or follow_prod == NULL or follow == NULL
-                or factor == NULL or terms == NULL):
-            failed[0] = 1
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        ratio_prod = <double*> take(&mem, f.max_tree_nodes * sizeof(double))
+        follow_prod = <double*> take(&mem, f.max_tree_nodes * sizeof(double))
+        follow = <double*> take(&mem, (max_dim + 1) * sizeof(double))
+        factor = <double*> take(&mem, (max_dim + 1) * sizeof(double))
+        terms = <double*> take(&mem, (max_dim * (max_dim + 1) // 2 + 1) * sizeof(double))
+        scratch_ready(&stop, &mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=4):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
@@ -335,15 +320,8 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                         for w in range(W):
                             add_leaf(n_packed, &offsets[offset_start[v]], terms,
                                      f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
-        free(left_taken)
-        free(ratio_prod)
-        free(follow_prod)
-        free(follow)
-        free(factor)
-        free(terms)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 def finish(double[:, :, :, ::1] out, const double[::1] expected, int n_threads):

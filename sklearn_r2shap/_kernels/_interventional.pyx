@@ -44,8 +44,11 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport malloc, free
 
+from ._common cimport (
+    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
+    tree_block_patterns, widest,
+)
 from ._forest cimport (
     Forest, forest_from, row_patterns,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
@@ -85,7 +88,7 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
     cdef int64_t t, start, i, v
     cdef uint8_t* left_taken
     cdef uint64_t* pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     for ti in range(trees.shape[0]):
         t = trees[ti]
@@ -95,12 +98,12 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
     if n_bg == 0 or trees.shape[0] == 0:
         return np.asarray(hist)
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
+        scratch_ready(&stop, &mem)
         for ti in prange(trees.shape[0], schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             t = trees[ti]
             start = f.tree_start[t]
@@ -110,11 +113,8 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
                 row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
                 for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
                     hist[hist_start[v] + pattern[leaf_node[v] - start]] += 1.0
-        free(left_taken)
-        free(pattern)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(hist)
 
 
@@ -131,17 +131,17 @@ def background_patterns(ens, structure, const double[:, ::1] B, const int64_t[::
     cdef int64_t ti, t, start, v
     cdef uint8_t* left_taken
     cdef uint64_t* pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_bg == 0 or trees.shape[0] == 0:
         return np.asarray(out)
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
+        scratch_ready(&stop, &mem)
         for i in prange(n_bg, schedule="static"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
@@ -151,11 +151,8 @@ def background_patterns(ens, structure, const double[:, ::1] B, const int64_t[::
                 row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
                 for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
                     out[i, column[v]] = pattern[leaf_node[v] - start]
-        free(left_taken)
-        free(pattern)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(out)
 
 
@@ -241,18 +238,18 @@ def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1]
     cdef uint8_t* left_taken
     cdef uint64_t* pattern
     cdef double* acc
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        acc = <double*> malloc(64 * sizeof(double))
-        if left_taken == NULL or pattern == NULL or acc == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
+        acc = <double*> take(&mem, 64 * sizeof(double))
+        scratch_ready(&stop, &mem)
         for i in prange(n_rows, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
@@ -296,12 +293,8 @@ def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1]
                             value = f.value[leaf_node[v] * W + w] * scale
                             for b in range(d):
                                 out[i, w, feature[e + b]] += value * acc[b]
-        free(left_taken)
-        free(pattern)
-        free(acc)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
@@ -326,28 +319,22 @@ def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     cdef int64_t W = f.n_values
     cdef int64_t O = out.shape[1]
     cdef int64_t P = out.shape[2]
-    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
     cdef Py_ssize_t bi
     cdef int64_t i, i0, i1, ti, t, start, lv, v, d, e, b, w, n_leaves
     cdef double value
     cdef const double* row
     cdef const int64_t* feat
     cdef double* target
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef uint64_t* leaf_pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef BlockPatterns bp
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
-            failed[0] = 1
+        bp = block_patterns_new(&f, block, max_leaves)
+        scratch_ready(&stop, &bp.mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -356,12 +343,8 @@ def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                 start = f.tree_start[t]
                 if f.tree_start[t + 1] - start == 1:
                     continue
-                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
-                for i in range(i0, i1):
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                    for lv in range(n_leaves):
-                        leaf_pattern[(i - i0) * n_leaves + lv] = (
-                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
+                                              &leaf_node[0], &tree_leaf_start[0], &bp)
                 for lv in range(n_leaves):
                     v = tree_leaf_start[t] + lv
                     d = dim[v]
@@ -371,16 +354,13 @@ def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                         if value == 0.0:
                             continue
                         for i in range(i0, i1):
-                            row = &tables[table_start[v] + leaf_pattern[(i - i0) * n_leaves + lv] * d]
+                            row = &tables[table_start[v]
+                                          + bp.leaf_pattern[(i - i0) * n_leaves + lv] * d]
                             target = &out[i, f.tree_output[t] if W == 1 else w, 0]
                             for b in range(d):
                                 target[feat[b]] += value * row[b]
-        free(left_taken)
-        free(pattern)
-        free(leaf_pattern)
+        buffers_free(&bp.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 # Sibling leaves. Two leaves l1, l2 that are the children of one node k have
@@ -456,30 +436,24 @@ def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] t
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t block = 64
     cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
     cdef Py_ssize_t bi
     cdef int64_t i, i0, i1, ti, t, start, lv, u, l1, l2, lv1, lv2, d, s, b, n_leaves, first
     cdef uint64_t index
     cdef const double* row
     cdef const int64_t* feat
     cdef double* target
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef uint64_t* leaf_pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef BlockPatterns bp
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     if f.n_values != 1:
         raise ValueError("unit_semivalues needs one value per leaf")
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
-        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL:
-            failed[0] = 1
+        bp = block_patterns_new(&f, block, max_leaves)
+        scratch_ready(&stop, &bp.mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -489,12 +463,8 @@ def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] t
                 if f.tree_start[t + 1] - start == 1:
                     continue
                 first = tree_leaf_start[t]
-                n_leaves = tree_leaf_start[t + 1] - first
-                for i in range(i0, i1):
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                    for lv in range(n_leaves):
-                        leaf_pattern[(i - i0) * n_leaves + lv] = (
-                            pattern[leaf_node[first + lv] - start])
+                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
+                                               &leaf_node[0], &tree_leaf_start[0], &bp)
                 for u in range(tree_unit_start[t], tree_unit_start[t + 1]):
                     l1 = unit_first[u]
                     l2 = unit_second[u]
@@ -504,17 +474,13 @@ def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] t
                     lv2 = l2 - first
                     s = unit_bit[u]
                     for i in range(i0, i1):
-                        index = leaf_pattern[(i - i0) * n_leaves + lv1]
+                        index = bp.leaf_pattern[(i - i0) * n_leaves + lv1]
                         if l2 >= 0:
-                            index = index | (((leaf_pattern[(i - i0) * n_leaves + lv2] >> s)
+                            index = index | (((bp.leaf_pattern[(i - i0) * n_leaves + lv2] >> s)
                                               & 1) << d)
                         row = &tables[unit_start[u] + index * d]
                         target = &out[i, f.tree_output[t], 0]
                         for b in range(d):
                             target[feat[b]] += row[b]
-        free(left_taken)
-        free(pattern)
-        free(leaf_pattern)
+        buffers_free(&bp.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -37,16 +37,17 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport malloc, free
 from libc.math cimport isnan
 
+from ._common cimport (
+    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
+    tree_block_patterns, widest,
+)
 from ._forest cimport (
-    Forest, forest_from, next_node, path_factors, row_patterns,
+    Forest, forest_from, next_node, path_factors,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
-from ._semivalues cimport (
-    Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc, scratch_failed, scratch_free,
-)
+from ._semivalues cimport Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc
 
 
 cdef struct Linear:
@@ -228,7 +229,6 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
     cdef int64_t t
     cdef Scratch sc
     cdef double* eps_sum
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if cover_ratio.shape[0] != f.n_nodes or leaf_const.shape[0] != f.n_nodes:
         raise ValueError("cover_ratio and leaf_const need one entry per node")
@@ -239,20 +239,16 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
         return
     with nogil, parallel(num_threads=n_threads):
         sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
-        eps_sum = <double*> malloc(m * sizeof(double))
-        if scratch_failed(&sc) or eps_sum == NULL:
-            failed[0] = 1
+        eps_sum = <double*> take(&sc.mem, m * sizeof(double))
+        scratch_ready(&stop, &sc.mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for t in range(trees.shape[0]):
                 tree_piecewise(&f, &lin, trees[t], &X[i, 0], &points[0], &weights[0], m,
                                &sc, eps_sum, &out[i, 0, 0])
-        scratch_free(&sc)
-        free(eps_sum)
+        buffers_free(&sc.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 def linear_structure(ens, const int64_t[::1] linear_start, const int64_t[::1] linear_feature):
@@ -478,16 +474,16 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
     cdef double* fac
     cdef double* prefix
     cdef double* others
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     with nogil, parallel(num_threads=n_threads):
-        fac = <double*> malloc(3 * (max_dim + 1) * sizeof(double))
-        if fac == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        fac = <double*> take(&mem, 3 * (max_dim + 1) * sizeof(double))
+        scratch_ready(&stop, &mem)
         prefix = fac + (max_dim + 1)
         others = fac + 2 * (max_dim + 1)
         for i in prange(n_leaves, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             v = leaves[i]
             k = leaf_node[v]
@@ -534,10 +530,8 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
                 for b in range(dp):
                     for e in range(ne):
                         row[b] -= linear_mean[e0 + e] * row[dp + b * ne + e]
-        free(fac)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(tables)
 
 
@@ -558,7 +552,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
     cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t max_leaves = int(np.max(np.diff(structure["tree_leaf_start"])))
+    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
     cdef Py_ssize_t bi
     cdef int64_t i, i0, i1, ti, t, start, n, kk, k, p, b, v, dp, o, e, e0, ne, lv, n_leaves
     cdef int64_t width
@@ -571,22 +565,16 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
     cdef const int64_t* feat
     cdef double* orow
     cdef double* acc
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef uint64_t* leaf_pattern
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef BlockPatterns bp
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> malloc(f.max_tree_nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> malloc(block * max_leaves * sizeof(uint64_t))
-        acc = <double*> malloc(max_entries * sizeof(double) + 8)
-        if left_taken == NULL or pattern == NULL or leaf_pattern == NULL or acc == NULL:
-            failed[0] = 1
+        bp = block_patterns_new(&f, block, max_leaves)
+        acc = <double*> take(&bp.mem, max_entries * sizeof(double) + 8)
+        scratch_ready(&stop, &bp.mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -594,14 +582,10 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
                 t = trees[ti]
                 start = f.tree_start[t]
                 n = f.tree_start[t + 1] - start
-                n_leaves = tree_leaf_start[t + 1] - tree_leaf_start[t]
                 o = f.tree_output[t]
                 # 1. every row's pattern at every leaf
-                for i in range(i0, i1):
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                    for lv in range(n_leaves):
-                        leaf_pattern[(i - i0) * n_leaves + lv] = (
-                            pattern[leaf_node[tree_leaf_start[t] + lv] - start])
+                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
+                                               &leaf_node[0], &tree_leaf_start[0], &bp)
                 # 2. leaf by leaf
                 for lv in range(n_leaves):
                     v = tree_leaf_start[t] + lv
@@ -612,7 +596,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
                     width = (1 + ne) * dp
                     feat = &ext_feature[ext_start[v]]
                     for i in range(i0, i1):
-                        A = leaf_pattern[(i - i0) * n_leaves + lv]
+                        A = bp.leaf_pattern[(i - i0) * n_leaves + lv]
                         row = &tables[table_start[v] + A * width]
                         orow = &out[i, o, 0]
                         if ne == 0:
@@ -630,10 +614,5 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
                                 mult = mult + acc[e] * entry_row[e]
                             orow[feat[b]] += mult
                             entry_row = entry_row + ne
-        free(acc)
-        free(left_taken)
-        free(pattern)
-        free(leaf_pattern)
+        buffers_free(&bp.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")

@@ -41,16 +41,14 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
+from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, block_leaf_patterns
 from ._forest cimport (
-    Forest, forest_from, next_node, row_patterns,
+    Forest, forest_from, next_node,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
-from ._semivalues cimport (
-    Scratch, scratch_alloc, scratch_failed, scratch_free, tree_gradient_uniform,
-)
+from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
 
 
 cdef struct PairScratch:
@@ -66,49 +64,31 @@ cdef struct PairScratch:
     double* excluded      # leaf terms of B_w whose path splits on the slot's feature, (slots, m)
     double* product       # (m,)
     double* weights       # (m,)
+    Buffers mem  # owns every array above
 
 
 cdef PairScratch pair_alloc(int64_t n_features, int64_t n_slots, int64_t m) noexcept nogil:
     cdef PairScratch ps
+    ps.mem = buffers_new()
     cdef int64_t j
-    ps.slot_of = <int64_t*> malloc(n_features * sizeof(int64_t))
-    ps.slot_feature = <int64_t*> malloc(n_slots * sizeof(int64_t))
-    ps.r1 = <double*> malloc(n_slots * sizeof(double))
-    ps.x1 = <double*> malloc(n_slots * sizeof(double))
-    ps.prefix_r = <double*> malloc(n_slots * sizeof(double))
-    ps.prefix_x = <double*> malloc(n_slots * sizeof(double))
-    ps.base_r = <double*> malloc(n_slots * sizeof(double))
-    ps.base_x = <double*> malloc(n_slots * sizeof(double))
-    ps.base_factor = <double*> malloc(n_slots * m * sizeof(double))
-    ps.excluded = <double*> malloc(n_slots * m * sizeof(double))
-    ps.product = <double*> malloc(m * sizeof(double))
-    ps.weights = <double*> malloc(m * sizeof(double))
-    if ps.slot_of != NULL:
+    ps.slot_of = <int64_t*> take(&ps.mem, n_features * sizeof(int64_t))
+    ps.slot_feature = <int64_t*> take(&ps.mem, n_slots * sizeof(int64_t))
+    ps.r1 = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.x1 = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.prefix_r = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.prefix_x = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.base_r = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.base_x = <double*> take(&ps.mem, n_slots * sizeof(double))
+    ps.base_factor = <double*> take(&ps.mem, n_slots * m * sizeof(double))
+    ps.excluded = <double*> take(&ps.mem, n_slots * m * sizeof(double))
+    ps.product = <double*> take(&ps.mem, m * sizeof(double))
+    ps.weights = <double*> take(&ps.mem, m * sizeof(double))
+    if not ps.mem.failed:
         for j in range(n_features):
             ps.slot_of[j] = -1
     return ps
 
 
-cdef bint pair_failed(const PairScratch* ps) noexcept nogil:
-    return (ps.slot_of == NULL or ps.slot_feature == NULL or ps.r1 == NULL or ps.x1 == NULL
-            or ps.prefix_r == NULL or ps.prefix_x == NULL or ps.base_r == NULL
-            or ps.base_x == NULL or ps.base_factor == NULL or ps.excluded == NULL
-            or ps.product == NULL or ps.weights == NULL)
-
-
-cdef void pair_free(PairScratch* ps) noexcept nogil:
-    free(ps.slot_of)
-    free(ps.slot_feature)
-    free(ps.r1)
-    free(ps.x1)
-    free(ps.prefix_r)
-    free(ps.prefix_x)
-    free(ps.base_r)
-    free(ps.base_x)
-    free(ps.base_factor)
-    free(ps.excluded)
-    free(ps.product)
-    free(ps.weights)
 
 
 cdef void cross_pairs(
@@ -372,33 +352,22 @@ cdef struct RowScratch:
     uint64_t* pattern        # per node
     uint64_t* leaf_pattern   # per leaf
     uint8_t* left_taken      # per node
+    Buffers mem  # owns every array above
 
 
 cdef RowScratch row_alloc(int64_t n_leaves, int64_t n_nodes, int64_t m) noexcept nogil:
     cdef RowScratch rs
-    rs.V = <double*> malloc(n_leaves * m * sizeof(double))
-    rs.Q = <double*> malloc(n_leaves * m * sizeof(double))
-    rs.P = <double*> malloc(m * sizeof(double))
-    rs.wP = <double*> malloc(m * sizeof(double))
-    rs.pattern = <uint64_t*> malloc(n_nodes * sizeof(uint64_t))
-    rs.leaf_pattern = <uint64_t*> malloc(n_leaves * sizeof(uint64_t))
-    rs.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    rs.mem = buffers_new()
+    rs.V = <double*> take(&rs.mem, n_leaves * m * sizeof(double))
+    rs.Q = <double*> take(&rs.mem, n_leaves * m * sizeof(double))
+    rs.P = <double*> take(&rs.mem, m * sizeof(double))
+    rs.wP = <double*> take(&rs.mem, m * sizeof(double))
+    rs.pattern = <uint64_t*> take(&rs.mem, n_nodes * sizeof(uint64_t))
+    rs.leaf_pattern = <uint64_t*> take(&rs.mem, n_leaves * sizeof(uint64_t))
+    rs.left_taken = <uint8_t*> take(&rs.mem, n_nodes * sizeof(uint8_t))
     return rs
 
 
-cdef bint row_failed(const RowScratch* rs) noexcept nogil:
-    return (rs.V == NULL or rs.Q == NULL or rs.P == NULL or rs.wP == NULL
-            or rs.pattern == NULL or rs.leaf_pattern == NULL or rs.left_taken == NULL)
-
-
-cdef void row_free(RowScratch* rs) noexcept nogil:
-    free(rs.V)
-    free(rs.Q)
-    free(rs.P)
-    free(rs.wP)
-    free(rs.pattern)
-    free(rs.leaf_pattern)
-    free(rs.left_taken)
 
 
 cdef void leaf_tables(
@@ -787,7 +756,7 @@ cdef void build_block(
     const int64_t* dim, const int64_t* slot_start, const int64_t* feature, const double* ratio,
     const LeafTables* lt, int64_t m, int64_t n_features, int64_t* pair_start, uint8_t* bit1,
     uint8_t* bit2, int64_t* entry_feature, int32_t* offset, double* psi11, double* kappa11,
-    const double* points, const double* weights, int n_threads, int* failed,
+    const double* points, const double* weights, int n_threads, Interrupt* stop,
 ) noexcept nogil:
     """One block's tables (pair_entries), its segments
     [seg_begin, seg_end) (rows of _plan_blocks' ``segments``) in parallel;
@@ -796,21 +765,21 @@ cdef void build_block(
     cdef int64_t sg, k
     cdef int64_t* slot_of
     cdef const int64_t* seg
+    cdef Buffers mem
     with parallel(num_threads=n_threads):
-        slot_of = <int64_t*> malloc(max(1, n_features) * sizeof(int64_t))
-        if slot_of == NULL:
-            failed[0] = 1
-        else:
+        mem = buffers_new()
+        slot_of = <int64_t*> take(&mem, max(1, n_features) * sizeof(int64_t))
+        if scratch_ready(stop, &mem):
             for k in range(n_features):
                 slot_of[k] = -1
         for sg in prange(seg_begin, seg_end, schedule="dynamic", chunksize=1):
-            if slot_of == NULL:
+            if interrupted(stop):
                 continue
             seg = segments + 5 * sg
             pair_entries(n_leaves, seg[0], seg[1], seg[2], seg[4], dim, slot_start, feature,
                          ratio, lt, m, slot_of, pair_start + seg[3], bit1, bit2, entry_feature,
                          offset, psi11, kappa11, points, weights)
-        free(slot_of)
+        buffers_free(&mem)
 
 
 class _PairTables:
@@ -964,7 +933,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef int64_t m = points.shape[0]
     cdef int64_t n_slots = max(1, min(ens.max_depth, f.n_features))
     cdef double[:, ::1] out = np.zeros((n_rows, f.n_features))
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     cdef Py_ssize_t i, g0, g1
     cdef int64_t t, l, mt, k
@@ -1068,7 +1037,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     lt.idiag1 = &leaf_buffers[6, 0]
     lt.iu1 = &leaf_buffers[7, 0]
     for t in range(f.n_trees):
-        if failed[0] or interrupted(&stop):
+        if interrupted(&stop):
             break
         start = f.tree_start[t]
         if f.tree_start[t + 1] - start == 1 or not used[t]:
@@ -1097,27 +1066,25 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                             &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0], &offset[0],
                             &psi_table[mt + leaf_slots * mt], &kappa_table[mt + leaf_slots * mt],
                             &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0], n_threads,
-                            &failed[0])
+                            &stop)
                 pair_start[block[0, 2]] = block[0, 3]
             with nogil, parallel(num_threads=n_threads):
                 rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                if row_failed(&rs):
-                    failed[0] = 1
+                scratch_ready(&stop, &rs.mem)
                 for i in prange(n_rows, schedule="dynamic", chunksize=8):
-                    if failed[0] or interrupted(&stop):
+                    if interrupted(&stop):
                         continue
                     if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                         continue
-                    row_patterns(&f, t, &X[i, 0], &node_slot[0], rs.left_taken, rs.pattern)
-                    for lv in range(n_leaves):
-                        rs.leaf_pattern[lv] = rs.pattern[leaf_node[ls + lv] - start]
+                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, &node_slot[0], &leaf_node[ls],
+                                        n_leaves, rs.left_taken, rs.pattern, rs.leaf_pattern)
                     tree_square_pairs(
                         n_leaves, &dim[ls], &slot_start[ls], &feature[base], &ratio[base],
                         &rho[ls], &lt, &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
                         &offset[0], &psi_table[0], &kappa_table[0], &rule_weights[mt - 1, 0],
                         &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
                         &out[i, 0])
-                row_free(&rs)
+                buffers_free(&rs.mem)
         elif by_pairs[t]:
             # several blocks (module comment): rows in fixed groups, one group at
             # a time per thread, each thread with its own copy of the tables (no
@@ -1127,29 +1094,25 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
             n_groups = (n_rows + group_rows - 1) // group_rows
             with nogil, parallel(num_threads=n_threads):
                 rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                own_psi = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
-                own_kappa = <double*> malloc((prefix + n_block_entries * mt) * sizeof(double))
-                own_start = <int64_t*> malloc((n_block_pairs + 1) * sizeof(int64_t))
-                own_bit1 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
-                own_bit2 = <uint8_t*> malloc(n_block_entries * sizeof(uint8_t))
-                own_feature = <int64_t*> malloc(n_block_entries * sizeof(int64_t))
-                own_offset = <int32_t*> malloc(4 * n_block_entries * sizeof(int32_t))
-                own_slot_of = <int64_t*> malloc(max(1, f.n_features) * sizeof(int64_t))
-                own_V = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
-                own_Q = <double*> malloc(group_rows * n_leaves * mt * sizeof(double))
-                own_pattern = <uint64_t*> malloc(group_rows * n_leaves * sizeof(uint64_t))
-                if (row_failed(&rs) or own_psi == NULL or own_kappa == NULL or own_start == NULL
-                        or own_bit1 == NULL or own_bit2 == NULL or own_feature == NULL
-                        or own_offset == NULL or own_slot_of == NULL or own_V == NULL
-                        or own_Q == NULL or own_pattern == NULL):
-                    failed[0] = 1
-                else:
+                mem = buffers_new()
+                own_psi = <double*> take(&mem, (prefix + n_block_entries * mt) * sizeof(double))
+                own_kappa = <double*> take(&mem, (prefix + n_block_entries * mt) * sizeof(double))
+                own_start = <int64_t*> take(&mem, (n_block_pairs + 1) * sizeof(int64_t))
+                own_bit1 = <uint8_t*> take(&mem, n_block_entries * sizeof(uint8_t))
+                own_bit2 = <uint8_t*> take(&mem, n_block_entries * sizeof(uint8_t))
+                own_feature = <int64_t*> take(&mem, n_block_entries * sizeof(int64_t))
+                own_offset = <int32_t*> take(&mem, 4 * n_block_entries * sizeof(int32_t))
+                own_slot_of = <int64_t*> take(&mem, max(1, f.n_features) * sizeof(int64_t))
+                own_V = <double*> take(&mem, group_rows * n_leaves * mt * sizeof(double))
+                own_Q = <double*> take(&mem, group_rows * n_leaves * mt * sizeof(double))
+                own_pattern = <uint64_t*> take(&mem, group_rows * n_leaves * sizeof(uint64_t))
+                if scratch_ready(&stop, &rs.mem) and scratch_ready(&stop, &mem):
                     memcpy(own_psi, &psi_table[0], prefix * sizeof(double))
                     memcpy(own_kappa, &kappa_table[0], prefix * sizeof(double))
                     for k in range(f.n_features):
                         own_slot_of[k] = -1
                 for g in prange(n_groups, schedule="dynamic", chunksize=1):
-                    if failed[0] or interrupted(&stop):
+                    if interrupted(&stop):
                         continue
                     g0 = g * group_rows
                     g1 = min(n_rows, g0 + group_rows)
@@ -1157,15 +1120,20 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
                         at = (r - g0) * n_leaves
-                        row_patterns(&f, t, &X[r, 0], &node_slot[0], rs.left_taken, rs.pattern)
-                        for lv in range(n_leaves):
-                            own_pattern[at + lv] = rs.pattern[leaf_node[ls + lv] - start]
+                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, &node_slot[0], &leaf_node[ls],
+                                            n_leaves, rs.left_taken, rs.pattern, &own_pattern[at])
                         leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
                                       &ratio[base], &rho[ls], &lt, &own_pattern[at],
                                       &rule_weights[mt - 1, 0], mt, square_coef[r, t],
                                       &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
+                    # Ctrl-C within a group (seconds of work on a large tree):
+                    # per segment of a table build and per row of a block
                     for blk in range(n_blocks):
+                        if interrupted(&stop):
+                            break
                         for sg in range(block[blk, 4], block[blk + 1, 4]):
+                            if interrupted(&stop):
+                                break
                             pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
                                          segment[sg, 2], segment[sg, 4], &dim[ls],
                                          &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
@@ -1175,13 +1143,15 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                                          &rule_weights[mt - 1, 0])
                         own_start[block[blk, 2]] = block[blk, 3]
                         for r in range(g0, g1):
-                            if square_coef[r, t] == 0.0:
+                            if square_coef[r, t] == 0.0 or interrupted(&stop):
                                 continue
                             at = (r - g0) * n_leaves
                             pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
                                        own_start, own_bit1, own_bit2, own_feature, own_offset,
                                        own_psi, own_kappa, &own_pattern[at], &own_V[at * mt],
                                        &own_Q[at * mt], square_coef[r, t], &out[r, 0], mt)
+                    if interrupted(&stop):
+                        continue
                     for r in range(g0, g1):
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
@@ -1190,26 +1160,16 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                                      &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
                                      &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
                                      &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])
-                row_free(&rs)
-                free(own_psi)
-                free(own_kappa)
-                free(own_start)
-                free(own_bit1)
-                free(own_bit2)
-                free(own_feature)
-                free(own_offset)
-                free(own_slot_of)
-                free(own_V)
-                free(own_Q)
-                free(own_pattern)
+                buffers_free(&rs.mem)
+                buffers_free(&mem)
         else:
             with nogil, parallel(num_threads=n_threads):
                 sc = scratch_alloc(f.max_tree_nodes, m, 1)
                 ps = pair_alloc(f.n_features, n_slots, m)
-                if scratch_failed(&sc) or pair_failed(&ps):
-                    failed[0] = 1
+                scratch_ready(&stop, &sc.mem)
+                scratch_ready(&stop, &ps.mem)
                 for i in prange(n_rows, schedule="dynamic", chunksize=4):
-                    if failed[0] or interrupted(&stop):
+                    if interrupted(&stop):
                         continue
                     if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                         continue
@@ -1220,9 +1180,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                     tree_square_gradient(&f, t, &rule_points[mt - 1, 0],
                                          &rule_weights[mt - 1, 0], mt, square_coef[i, t],
                                          &sc, &ps, &out[i, 0])
-                scratch_free(&sc)
-                pair_free(&ps)
+                buffers_free(&sc.mem)
+                buffers_free(&ps.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(out)

@@ -29,12 +29,12 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport malloc, free
 
+from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready
 from ._forest cimport (
     Forest, forest_from, goes_left, Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
-from ._semivalues cimport Scratch, scratch_alloc, scratch_failed, scratch_free, tree_gradient_uniform
+from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
 
 
 cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
@@ -66,34 +66,23 @@ cdef struct SampleScratch:
     int64_t* position   # (K, p_t): position of each slot
     double* estimate    # (K, p_t)
     double* lin_weights # (m,)
+    Buffers mem  # owns every array above
 
 
 cdef SampleScratch sample_alloc(int64_t n_nodes, int64_t depth, int64_t width,
                                 int64_t n_order, int64_t m) noexcept nogil:
     cdef SampleScratch ss
-    ss.depth = <int64_t*> malloc(n_nodes * sizeof(int64_t))
-    ss.weight = <double*> malloc((depth + 2) * width * sizeof(double))
-    ss.value = <double*> malloc(width * sizeof(double))
-    ss.order = <int64_t*> malloc(n_order * sizeof(int64_t))
-    ss.position = <int64_t*> malloc(n_order * sizeof(int64_t))
-    ss.estimate = <double*> malloc(n_order * sizeof(double))
-    ss.lin_weights = <double*> malloc(m * sizeof(double))
+    ss.mem = buffers_new()
+    ss.depth = <int64_t*> take(&ss.mem, n_nodes * sizeof(int64_t))
+    ss.weight = <double*> take(&ss.mem, (depth + 2) * width * sizeof(double))
+    ss.value = <double*> take(&ss.mem, width * sizeof(double))
+    ss.order = <int64_t*> take(&ss.mem, n_order * sizeof(int64_t))
+    ss.position = <int64_t*> take(&ss.mem, n_order * sizeof(int64_t))
+    ss.estimate = <double*> take(&ss.mem, n_order * sizeof(double))
+    ss.lin_weights = <double*> take(&ss.mem, m * sizeof(double))
     return ss
 
 
-cdef bint sample_failed(const SampleScratch* ss) noexcept nogil:
-    return (ss.depth == NULL or ss.weight == NULL or ss.value == NULL or ss.order == NULL
-            or ss.position == NULL or ss.estimate == NULL or ss.lin_weights == NULL)
-
-
-cdef void sample_free(SampleScratch* ss) noexcept nogil:
-    free(ss.depth)
-    free(ss.weight)
-    free(ss.value)
-    free(ss.order)
-    free(ss.position)
-    free(ss.estimate)
-    free(ss.lin_weights)
 
 
 cdef void prefix_values(
@@ -255,7 +244,6 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
     cdef Py_ssize_t i
     cdef double[:, ::1] linear = np.zeros((n_rows, f.n_features))
     cdef double[:, :, ::1] sampled = np.zeros((n_rows, max(K, 1), f.n_features))
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Scratch sc
     cdef SampleScratch ss
     cdef int64_t* threshold
@@ -280,11 +268,11 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
     with nogil, parallel(num_threads=n_threads):
         sc = scratch_alloc(f.max_tree_nodes, m, 1)
         ss = sample_alloc(f.max_tree_nodes, max_depth, 2 * K * (P_max + 1), K * P_max, m)
-        threshold = <int64_t*> malloc(2 * K * P_max * sizeof(int64_t))
-        if scratch_failed(&sc) or sample_failed(&ss) or threshold == NULL:
-            failed[0] = 1
+        threshold = <int64_t*> take(&ss.mem, 2 * K * P_max * sizeof(int64_t))
+        scratch_ready(&stop, &sc.mem)
+        scratch_ready(&stop, &ss.mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=1):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for t in range(f.n_trees):
                 if interrupted(&stop):
@@ -296,12 +284,9 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
                             seed, <uint64_t> row_ids[i], square_coef[i, t], linear_coef[i, t],
                             &points[0], &weights[0], m, &sc, &ss, threshold,
                             &linear[i, 0], &sampled[i, 0, 0], f.n_features)
-        scratch_free(&sc)
-        sample_free(&ss)
-        free(threshold)
+        buffers_free(&sc.mem)
+        buffers_free(&ss.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(linear), np.asarray(sampled)
 
 

@@ -1,5 +1,6 @@
 from libc.stdint cimport int64_t, uint8_t
 
+from ._common cimport Buffers
 from ._forest cimport Forest
 
 cdef struct Scratch:
@@ -11,10 +12,9 @@ cdef struct Scratch:
     double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
     double* deepest      # H_k, (nodes, m, n_values)
     uint8_t* left_taken  # whether x goes left, per node
+    Buffers mem          # owns every array above
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil
-cdef bint scratch_failed(const Scratch* sc) noexcept nogil
-cdef void scratch_free(Scratch* sc) noexcept nogil
 cdef void gradient_down_pass(
     const Forest* f, int64_t t, const double* points, int64_t m,
     const double* ratio_prod, const double* follow_prod,

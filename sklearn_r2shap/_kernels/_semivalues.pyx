@@ -20,6 +20,8 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
+from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
+
 from ._forest cimport (
     Forest, forest_from, path_factors, row_patterns, goes_left,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
@@ -28,32 +30,18 @@ from ._forest cimport (
 
 cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
     cdef Scratch sc
-    sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.factor = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.inv_factor = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.path_prod = <double*> malloc(n_nodes * m * sizeof(double))
-    sc.subtree = <double*> malloc(n_nodes * m * n_values * sizeof(double))
-    sc.deepest = <double*> malloc(n_nodes * m * n_values * sizeof(double))
-    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
+    sc.mem = buffers_new()
+    sc.ratio_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
+    sc.follow_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
+    sc.factor = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
+    sc.inv_factor = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
+    sc.path_prod = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
+    sc.subtree = <double*> take(&sc.mem, n_nodes * m * n_values * sizeof(double))
+    sc.deepest = <double*> take(&sc.mem, n_nodes * m * n_values * sizeof(double))
+    sc.left_taken = <uint8_t*> take(&sc.mem, n_nodes * sizeof(uint8_t))
     return sc
 
 
-cdef bint scratch_failed(const Scratch* sc) noexcept nogil:
-    return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.factor == NULL
-            or sc.inv_factor == NULL or sc.path_prod == NULL or sc.subtree == NULL
-            or sc.deepest == NULL or sc.left_taken == NULL)
-
-
-cdef void scratch_free(Scratch* sc) noexcept nogil:
-    free(sc.ratio_prod)
-    free(sc.follow_prod)
-    free(sc.factor)
-    free(sc.inv_factor)
-    free(sc.path_prod)
-    free(sc.subtree)
-    free(sc.deepest)
-    free(sc.left_taken)
 
 
 cdef void gradient_up_pass(
@@ -166,25 +154,21 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
     cdef Py_ssize_t i
     cdef int64_t t
     cdef Scratch sc
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
         # assigned inside the block, so each thread has its own scratch
         sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
-        if scratch_failed(&sc):
-            failed[0] = 1
+        scratch_ready(&stop, &sc.mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for t in range(trees.shape[0]):
                 tree_gradient_uniform(&f, trees[t], &X[i, 0], &points[0], &weights[0], m,
                                       &sc, &out[i, 0, 0])
-        scratch_free(&sc)
+        buffers_free(&sc.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 # Quadrature over part of a tree. grad F_t is a sum over the tree's leaves
@@ -252,6 +236,20 @@ cdef extern from *:
 
 cdef enum:
     PART_ROWS = 64  # rows that take a tree's part (and its factors) while in cache
+    PART_MIN_ROWS = 8
+
+
+cpdef int64_t part_block_rows(int64_t n_rows, int n_threads) noexcept nogil:
+    """Rows per block of ``part_semivalues``: PART_ROWS, or fewer (at least
+    PART_MIN_ROWS) so that every thread gets about 4 blocks (issue 31: a
+    LightGBM block of 436 rows gave 7 blocks, at most 1.75x on 2 threads).
+    The same values for any size: a row's trees add in order."""
+    cdef int64_t wanted, rows
+    if n_threads <= 1:
+        return PART_ROWS
+    wanted = 4 * n_threads
+    rows = (n_rows + wanted - 1) // wanted
+    return max(<int64_t> PART_MIN_ROWS, min(<int64_t> PART_ROWS, rows))
 
 
 cdef void part_factors(
@@ -382,7 +380,7 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     to ``out`` (n_rows, n_outputs, p); tree t uses the rule of row
     ``tree_rule[t]`` (``rule_size``, ``rule_points``, ``rule_weights``).
     Parts of one node (no leaf kept, or a one-leaf tree) add nothing. Rows
-    go in blocks of PART_ROWS, tree by tree (a row's trees in order)."""
+    go in blocks of ``part_block_rows``, tree by tree (a row's trees in order)."""
     cdef Forest f = forest_from(ens)
     cdef const int64_t[::1] start = part["start"]
     cdef const int64_t[::1] node = part["node"]
@@ -391,11 +389,11 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t max_nodes = int(np.max(np.diff(part["start"]), initial=1))
     cdef int64_t M = max(1, rule_points.shape[1])
-    cdef int64_t n_blocks = (n_rows + PART_ROWS - 1) // PART_ROWS
+    cdef int64_t block = part_block_rows(n_rows, n_threads)
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
     cdef Py_ssize_t bi
     cdef int64_t i, t, ti, s, n, r
     cdef Scratch sc
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
@@ -403,10 +401,9 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
         # twice the nodes: left_taken holds the decision and X of every node,
         # factor and inv_factor a part's factors at X = 0 and X = 1
         sc = scratch_alloc(2 * max(max_nodes, 1), M, f.n_values)
-        if scratch_failed(&sc):
-            failed[0] = 1
+        scratch_ready(&stop, &sc.mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
@@ -417,14 +414,12 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
                 r = tree_rule[t]
                 part_factors(&f, &node[s], &prev[s], n, &rule_points[r, 0], rule_size[r], M,
                              sc.ratio_prod, sc.factor, sc.inv_factor)
-                for i in range(bi * PART_ROWS, min(n_rows, (bi + 1) * PART_ROWS)):
+                for i in range(bi * block, min(n_rows, (bi + 1) * block)):
                     part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
                                   &rule_weights[r, 0], rule_size[r], M, sc.ratio_prod,
                                   sc.factor, sc.inv_factor, &sc, &out[i, 0, 0])
-        scratch_free(&sc)
+        buffers_free(&sc.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 # Pattern tables (for many rows of shallow trees). In a leaf's term
@@ -620,6 +615,24 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
 cdef enum:
     BLOCK_ROWS = 512  # rows sharing a unit's table while in cache
     SUB = 64          # rows whose patterns are computed together
+    BLOCKS_PER_THREAD = 4
+
+
+cpdef int64_t pattern_block_rows(int64_t n_rows, int n_threads) noexcept nogil:
+    """Rows per block of ``pattern_semivalues``: BLOCK_ROWS, or fewer (a
+    multiple of 8, at least 16) so that every thread gets about
+    BLOCKS_PER_THREAD blocks. The executor hands the kernel a block of rows sized by the
+    model's cost (about 1,000 rows of a depth-8 ensemble, 400 of a LightGBM
+    one with 255 leaves): at 512 rows a block that gave 2 or 3 work units
+    for any number of threads (issue 31). Any size gives the same values:
+    each row adds its trees, and a tree's units, in order."""
+    cdef int64_t wanted, rows
+    if n_threads <= 1:
+        return BLOCK_ROWS
+    wanted = BLOCKS_PER_THREAD * n_threads
+    rows = (n_rows + wanted - 1) // wanted
+    rows = ((rows + 7) // 8) * 8
+    return max(<int64_t> 16, min(<int64_t> BLOCK_ROWS, rows))
 
 
 cdef void sub_patterns(
@@ -688,10 +701,10 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef const int64_t[::1] unit_slot = units["slot"]
     cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
     cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t block = BLOCK_ROWS
+    cdef int64_t block = pattern_block_rows(X.shape[0], n_threads)
     cdef int64_t n_blocks = (n_rows + block - 1) // block
     cdef int64_t W = f.n_values
-    cdef int64_t max_units = int(np.max(np.diff(units["tree_unit_start"]), initial=1))
+    cdef int64_t max_units = widest(&tree_unit_start[0], tree_unit_start.shape[0])
     cdef Py_ssize_t bi
     cdef int64_t i, i0, i1, ti, t, start, n, u, v, rv, d, o, w, e, uu, n_units
     cdef uint64_t A
@@ -704,18 +717,18 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef uint32_t* pattern
     cdef uint32_t* unit_offset
     cdef int64_t r0, nr, r, a, c, s, sb
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
+    cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
     with nogil, parallel(num_threads=n_threads):
-        left_taken = <uint8_t*> malloc(f.max_tree_nodes * SUB * sizeof(uint8_t))
-        pattern = <uint32_t*> malloc(f.max_tree_nodes * SUB * sizeof(uint32_t))
-        unit_offset = <uint32_t*> malloc(block * max_units * sizeof(uint32_t))
-        if left_taken == NULL or pattern == NULL or unit_offset == NULL:
-            failed[0] = 1
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint8_t))
+        pattern = <uint32_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint32_t))
+        unit_offset = <uint32_t*> take(&mem, block * max_units * sizeof(uint32_t))
+        scratch_ready(&stop, &mem)
         for bi in prange(n_blocks, schedule="dynamic"):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
@@ -774,12 +787,8 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                                 orow = &out[i, w, 0]
                                 for e in range(d):
                                     orow[feat[e]] += value * row[e]
-        free(left_taken)
-        free(pattern)
-        free(unit_offset)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
 
 
 # TreeGrad at any point z in [0, 1]^p (treegrad-ranker Algorithm 9), with the
@@ -801,41 +810,25 @@ cdef struct GradScratch:
     double* total1
     double* deepest0
     double* deepest1
+    Buffers mem  # owns every array above
 
 
 cdef GradScratch grad_alloc(int64_t n_nodes) noexcept nogil:
     cdef GradScratch g
-    g.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
-    g.follow_prod = <double*> malloc(n_nodes * sizeof(double))
-    g.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
-    g.factor = <double*> malloc(n_nodes * sizeof(double))
-    g.nonzero_prod = <double*> malloc(n_nodes * sizeof(double))
-    g.zeros = <int64_t*> malloc(n_nodes * sizeof(int64_t))
-    g.total0 = <double*> malloc(n_nodes * sizeof(double))
-    g.total1 = <double*> malloc(n_nodes * sizeof(double))
-    g.deepest0 = <double*> malloc(n_nodes * sizeof(double))
-    g.deepest1 = <double*> malloc(n_nodes * sizeof(double))
+    g.mem = buffers_new()
+    g.ratio_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.follow_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.left_taken = <uint8_t*> take(&g.mem, n_nodes * sizeof(uint8_t))
+    g.factor = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.nonzero_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.zeros = <int64_t*> take(&g.mem, n_nodes * sizeof(int64_t))
+    g.total0 = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.total1 = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.deepest0 = <double*> take(&g.mem, n_nodes * sizeof(double))
+    g.deepest1 = <double*> take(&g.mem, n_nodes * sizeof(double))
     return g
 
 
-cdef bint grad_failed(const GradScratch* g) noexcept nogil:
-    return (g.ratio_prod == NULL or g.follow_prod == NULL or g.left_taken == NULL
-            or g.factor == NULL or g.nonzero_prod == NULL or g.zeros == NULL
-            or g.total0 == NULL or g.total1 == NULL or g.deepest0 == NULL
-            or g.deepest1 == NULL)
-
-
-cdef void grad_free(GradScratch* g) noexcept nogil:
-    free(g.ratio_prod)
-    free(g.follow_prod)
-    free(g.left_taken)
-    free(g.factor)
-    free(g.nonzero_prod)
-    free(g.zeros)
-    free(g.total0)
-    free(g.total1)
-    free(g.deepest0)
-    free(g.deepest1)
 
 
 cdef double tree_gradient_at(
@@ -919,24 +912,20 @@ def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[
     cdef Py_ssize_t i
     cdef int64_t t
     cdef GradScratch g
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0:
         return np.asarray(grad), np.asarray(value)
     with nogil, parallel(num_threads=n_threads):
         g = grad_alloc(f.max_tree_nodes)
-        if grad_failed(&g):
-            failed[0] = 1
+        scratch_ready(&stop, &g.mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for t in range(f.n_trees):
                 value[i] += tree_gradient_at(&f, t, output[i], &X[i, 0], &Z[i, 0], &g,
                                              &grad[i, 0])
-        grad_free(&g)
+        buffers_free(&g.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(grad), np.asarray(value)
 
 
@@ -961,41 +950,26 @@ cdef struct RankerScratch:
     double* follow_prod
     double* prefix        # (4 max_dim) prefix products and factors at z and 1 - z
     double* state         # (5 p) z, gradient sum, Adam moments, flipped z
+    Buffers mem  # owns every array above
 
 
 cdef RankerScratch ranker_alloc(int64_t n_leaves, int64_t n_entries, int64_t max_nodes,
                                 int64_t max_dim, int64_t p) noexcept nogil:
     cdef RankerScratch r
-    r.leaf_value = <double*> malloc(max(n_leaves, 1) * sizeof(double))
-    r.leaf_dim = <int64_t*> malloc(max(n_leaves, 1) * sizeof(int64_t))
-    r.ratio = <double*> malloc(max(n_entries, 1) * sizeof(double))
-    r.diff = <double*> malloc(max(n_entries, 1) * sizeof(double))
-    r.feature = <int64_t*> malloc(max(n_entries, 1) * sizeof(int64_t))
-    r.left_taken = <uint8_t*> malloc(max_nodes * sizeof(uint8_t))
-    r.ratio_prod = <double*> malloc(max_nodes * sizeof(double))
-    r.follow_prod = <double*> malloc(max_nodes * sizeof(double))
-    r.prefix = <double*> malloc(4 * max(max_dim, 1) * sizeof(double))
-    r.state = <double*> malloc(5 * max(p, 1) * sizeof(double))
+    r.mem = buffers_new()
+    r.leaf_value = <double*> take(&r.mem, max(n_leaves, 1) * sizeof(double))
+    r.leaf_dim = <int64_t*> take(&r.mem, max(n_leaves, 1) * sizeof(int64_t))
+    r.ratio = <double*> take(&r.mem, max(n_entries, 1) * sizeof(double))
+    r.diff = <double*> take(&r.mem, max(n_entries, 1) * sizeof(double))
+    r.feature = <int64_t*> take(&r.mem, max(n_entries, 1) * sizeof(int64_t))
+    r.left_taken = <uint8_t*> take(&r.mem, max_nodes * sizeof(uint8_t))
+    r.ratio_prod = <double*> take(&r.mem, max_nodes * sizeof(double))
+    r.follow_prod = <double*> take(&r.mem, max_nodes * sizeof(double))
+    r.prefix = <double*> take(&r.mem, 4 * max(max_dim, 1) * sizeof(double))
+    r.state = <double*> take(&r.mem, 5 * max(p, 1) * sizeof(double))
     return r
 
 
-cdef bint ranker_failed(const RankerScratch* r) noexcept nogil:
-    return (r.leaf_value == NULL or r.leaf_dim == NULL or r.ratio == NULL or r.diff == NULL
-            or r.feature == NULL or r.left_taken == NULL or r.ratio_prod == NULL
-            or r.follow_prod == NULL or r.prefix == NULL or r.state == NULL)
-
-
-cdef void ranker_free(RankerScratch* r) noexcept nogil:
-    free(r.leaf_value)
-    free(r.leaf_dim)
-    free(r.ratio)
-    free(r.diff)
-    free(r.feature)
-    free(r.left_taken)
-    free(r.ratio_prod)
-    free(r.follow_prod)
-    free(r.prefix)
-    free(r.state)
 
 
 cdef int64_t ranker_row_game(
@@ -1100,20 +1074,18 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     cdef double* moment1
     cdef double* moment2
     cdef RankerScratch r
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0:
         return np.asarray(zeta)
     with nogil, parallel(num_threads=n_threads):
         r = ranker_alloc(n_all_leaves, n_entries, f.max_tree_nodes, max_dim, p)
-        if ranker_failed(&r):
-            failed[0] = 1
+        scratch_ready(&stop, &r.mem)
         z = r.state
         grad = r.state + p
         moment1 = r.state + 2 * p
         moment2 = r.state + 3 * p
         for i in prange(n_rows, schedule="dynamic", chunksize=1):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &leaf_node[0], &dim[0],
                                        &fstart[0], &feature[0], &ratio[0], &edge[0],
@@ -1138,9 +1110,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
                     else:
                         zj = z[j] + step_size * gj
                     z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
-        ranker_free(&r)
+        buffers_free(&r.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
     return np.asarray(zeta)
 

@@ -42,8 +42,8 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport malloc, free
 
+from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready
 from ._forest cimport (
     Forest, forest_from, path_factors, Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
@@ -63,47 +63,29 @@ cdef struct ProbScratch:
     int64_t* zeros                 # number of zero factors on the path, (depth + 1, m)
     double complex* subtree        # sum of padded leaf terms below, (depth + 1, m, n_values)
     double complex* deepest        # H minus the subtree, (depth + 1, m, n_values)
+    Buffers mem  # owns every array above
 
 
 cdef ProbScratch scratch_alloc(int64_t n_nodes, int64_t depth, int64_t m,
                                int64_t n_values) noexcept nogil:
     cdef ProbScratch sc
+    sc.mem = buffers_new()
     cdef int64_t levels = depth + 1
-    sc.ratio_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.follow_prod = <double*> malloc(n_nodes * sizeof(double))
-    sc.left_taken = <uint8_t*> malloc(n_nodes * sizeof(uint8_t))
-    sc.level = <int64_t*> malloc(n_nodes * sizeof(int64_t))
-    sc.node = <int64_t*> malloc(levels * sizeof(int64_t))
-    sc.distinct = <int64_t*> malloc(levels * sizeof(int64_t))
-    sc.factor = <double complex*> malloc(levels * m * sizeof(double complex))
-    sc.inverse = <double complex*> malloc(levels * m * sizeof(double complex))
-    sc.nonzero_prod = <double complex*> malloc(levels * m * sizeof(double complex))
-    sc.zeros = <int64_t*> malloc(levels * m * sizeof(int64_t))
-    sc.subtree = <double complex*> malloc(levels * m * n_values * sizeof(double complex))
-    sc.deepest = <double complex*> malloc(levels * m * n_values * sizeof(double complex))
+    sc.ratio_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
+    sc.follow_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
+    sc.left_taken = <uint8_t*> take(&sc.mem, n_nodes * sizeof(uint8_t))
+    sc.level = <int64_t*> take(&sc.mem, n_nodes * sizeof(int64_t))
+    sc.node = <int64_t*> take(&sc.mem, levels * sizeof(int64_t))
+    sc.distinct = <int64_t*> take(&sc.mem, levels * sizeof(int64_t))
+    sc.factor = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
+    sc.inverse = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
+    sc.nonzero_prod = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
+    sc.zeros = <int64_t*> take(&sc.mem, levels * m * sizeof(int64_t))
+    sc.subtree = <double complex*> take(&sc.mem, levels * m * n_values * sizeof(double complex))
+    sc.deepest = <double complex*> take(&sc.mem, levels * m * n_values * sizeof(double complex))
     return sc
 
 
-cdef bint scratch_failed(const ProbScratch* sc) noexcept nogil:
-    return (sc.ratio_prod == NULL or sc.follow_prod == NULL or sc.left_taken == NULL
-            or sc.level == NULL or sc.node == NULL or sc.distinct == NULL
-            or sc.factor == NULL or sc.inverse == NULL or sc.nonzero_prod == NULL or sc.zeros == NULL
-            or sc.subtree == NULL or sc.deepest == NULL)
-
-
-cdef void scratch_free(ProbScratch* sc) noexcept nogil:
-    free(sc.ratio_prod)
-    free(sc.follow_prod)
-    free(sc.left_taken)
-    free(sc.level)
-    free(sc.node)
-    free(sc.distinct)
-    free(sc.factor)
-    free(sc.inverse)
-    free(sc.nonzero_prod)
-    free(sc.zeros)
-    free(sc.subtree)
-    free(sc.deepest)
 
 
 cdef inline double complex reciprocal(double complex z) noexcept nogil:
@@ -328,24 +310,20 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     cdef Py_ssize_t i
     cdef int64_t t
     cdef ProbScratch sc
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or not sizes:
         return
     with nogil, parallel(num_threads=n_threads):
         # assigned inside the block, so each thread has its own scratch
         sc = scratch_alloc(f.max_tree_nodes, max_depth, m_max, f.n_values)
-        if scratch_failed(&sc):
-            failed[0] = 1
+        scratch_ready(&stop, &sc.mem)
         for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if failed[0] or interrupted(&stop):
+            if interrupted(&stop):
                 continue
             for t in range(f.n_trees):
                 if tree_m[t] > 0:
                     tree_probabilistic(&f, t, &X[i, 0], tree_m[t], &points_v[point_start[t]],
                                        &weights_v[point_start[t]], &pad_v[pad_start[t]],
                                        &sc, &out[i, 0, 0])
-        scratch_free(&sc)
+        buffers_free(&sc.mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the kernel's per-thread scratch space")
