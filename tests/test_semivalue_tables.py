@@ -222,14 +222,13 @@ def test_row_blocks_of_the_issue_31_models():
 
 
 @pytest.mark.parametrize("route", ["tables", "mixed"])
-def test_one_block_split_by_threads_matches_enumeration(route, monkeypatch):
+def test_one_block_split_by_threads_matches_enumeration(route):
     """One executor block of 700 rows (512-row table blocks and 64-row part
     blocks on one thread, smaller ones on 2, 3 and 8 threads): the values of
     enumeration, bit for bit the same for every thread count."""
     ens, X = many_rows("single-output", n_rows=700)
-    monkeypatch.setattr(semivalue_games, "_FORCE_ROUTE", route)
     points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
-    game = semivalue_games.SemivalueGame(ens, points, weights, len(X))
+    game = semivalue_games.SemivalueGame(ens, points, weights, len(X), route=route)
     one = semivalue_games.uniform_semivalues(game, X, n_threads=1)
     one = one if one.ndim == 3 else one[:, None, :]
     for i in range(0, len(X), 97):
