@@ -63,7 +63,7 @@ run_tests() {  # run_tests VENV WHEEL [pytest args...]: the installed package, f
     shift 2
     (cd "$TESTS" && SKLEARN_R2SHAP_EXPECT_INSTALLED=1 SKLEARN_R2SHAP_WHEEL="$wheel" \
         SKLEARN_R2SHAP_EXPECT_OPENMP="${SKLEARN_R2SHAP_EXPECT_OPENMP:-1}" \
-        SKLEARN_R2SHAP_SDIST="$(ls "$DIST"/*.tar.gz)" SKLEARN_R2SHAP_SOURCE="$SRC/sklearn_r2shap" \
+        SKLEARN_R2SHAP_SDIST="$(echo "$DIST"/*.tar.gz)" SKLEARN_R2SHAP_SOURCE="$SRC/sklearn_r2shap" \
         "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 -q "$@" tests doc --pyargs sklearn_r2shap)
 }
 
@@ -84,7 +84,15 @@ step_sdist() {
 }
 
 wheel_for() {  # wheel_for TAG: the wheel of a CPython tag (cp311, ...) in $DIST
-    ls "$DIST"/*-"$1"-"$1"-*.whl "$DIST"/*/*-"$1"-"$1"-*.whl 2>/dev/null | head -n 1
+    local wheel
+    for wheel in "$DIST"/*-"$1"-"$1"-*.whl "$DIST"/*/*-"$1"-"$1"-*.whl; do
+        if [ -f "$wheel" ]; then
+            echo "$wheel"
+            return
+        fi
+    done
+    echo "release check: no $1 wheel in $DIST" >&2
+    return 1
 }
 
 step_main() {
@@ -164,7 +172,7 @@ step_noopenmp() {
     new_venv "$venv" "$PYTHON"
     timed "pip wheel from the sdist, no OpenMP" env SKLEARN_R2SHAP_NO_OPENMP=1 \
         "$venv/bin/pip" wheel --quiet --no-deps --no-cache-dir --wheel-dir "$out" "$DIST"/*.tar.gz
-    wheel=$(ls "$out"/*.whl)
+    wheel=$(echo "$out"/*.whl)
     timed "install the wheel with [test]" "$venv/bin/pip" install --quiet "$wheel[test]"
     timed "main command" main_command "$venv"
     SKLEARN_R2SHAP_EXPECT_OPENMP=0 timed "fast subset without OpenMP" run_tests "$venv" "$wheel" "${FAST[@]}"
