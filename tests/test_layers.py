@@ -215,7 +215,7 @@ def test_functions_never_import_an_estimator():
 #: The rows of the table in doc/contributing.rst, by layer.
 LAYER_ROWS = {0: "Ground floor", 1: "Kernels", 2: "Models", 3: "Games", 4: "Execution",
               5: "Public functions", 6: "Estimators", 7: "Package root"}
-CONTRIBUTING = PACKAGE.parent / "doc" / "contributing.rst"
+CONTRIBUTING = pathlib.Path(__file__).resolve().parents[1] / "doc" / "contributing.rst"
 
 
 def contributing_table(text):
