@@ -118,7 +118,7 @@ def packed_offsets(structure, int64_t width):
     n_packed = np.asarray(dim) * (np.asarray(dim) + 1) // 2
     start_np = np.concatenate([[0], np.cumsum(n_packed)]).astype(np.int64)
     cdef const int64_t[::1] start = start_np
-    cdef int64_t[::1] offsets = np.zeros(start_np[-1], dtype=np.int64)
+    cdef int64_t[::1] offsets = np.zeros(int(start_np[len(start_np) - 1]), dtype=np.int64)
     cdef int64_t v, a, b, ja, jb, idx
     with nogil:
         for v in range(dim.shape[0]):

@@ -111,6 +111,8 @@ def convert(model, missing=None):
             "'gbtree' and 'dart' can be explained."
         )
     forest = gbm["model"]
+    if "weight_drop" in forest:  # XGBoost 3.3+: dropout trees saved as 'gbtree'
+        weights = np.asarray(forest["weight_drop"], dtype=np.float64)
     trees = forest["trees"]
     tree_info = np.asarray(forest["tree_info"], dtype=np.int64)
     num_parallel_tree = int(forest["gbtree_model_param"].get("num_parallel_tree", 1))
