@@ -396,14 +396,14 @@ def test_selector_converts_each_fitted_model_once_per_fit(monkeypatch):
     convert = _selector.to_ensemble
 
     def counting(model):
-        calls.append(id(model))
+        calls.append(model)  # held, so that no two fold models can share an id()
         return convert(model)
 
     monkeypatch.setattr(_selector, "to_ensemble", counting)  # where the selectors read models
     selector = ShapleyR2Importance(ensemble.GradientBoostingRegressor(n_estimators=5,
                                                                       random_state=0),
                                    threshold="fdr", cv=3).fit(X, y)
-    assert len(calls) == len(set(calls)) == 3  # the 3 fold models, once each
+    assert len(calls) == len({id(model) for model in calls}) == 3  # the 3 fold models, once each
     assert "_ensemble_memo" not in selector.__dict__
     calls.clear()
     selector.estimator_.set_params(n_estimators=3).fit(X, -y)  # refitted in place
