@@ -71,10 +71,10 @@ def layout(model, n_rows, thread_counts):
 
     ensemble = explainable_ensemble(model)
     points, weights = beta_quadrature(1, 1, max(1, int(ensemble.n_path_features)) - 1)
-    seconds = semivalue_seconds(ensemble, len(points))
-    block_rows = min(n_rows, local.block_rows_for(seconds))
     game = games.SemivalueGame(ensemble, points, weights, n_rows,
                                rule_of=lambda d: beta_quadrature(1, 1, d))
+    seconds = game.seconds_per_row()  # what shap_values sizes its blocks by
+    block_rows = min(n_rows, local.block_rows_for(seconds))
     structure = game.structure()
     units = structure["units"]
     resident = game.resident()
@@ -83,10 +83,12 @@ def layout(model, n_rows, thread_counts):
     entries = units["entries"] * tab
     per_tree = np.bincount(units["tree"], weights=entries, minlength=ensemble.n_trees)
     rows_of = getattr(_semivalues, "pattern_block_rows", None)
-    part_rows = 64
+    part_rows_of = getattr(_semivalues, "part_block_rows", None)
     out = {
         "trees": int(ensemble.n_trees), "nodes": int(ensemble.n_nodes),
         "quadrature_points": len(points), "block_rows": int(block_rows),
+        "estimated_us_per_row": round(seconds * 1e6, 1),
+        "upper_estimate_us_per_row": round(semivalue_seconds(ensemble, len(points)) * 1e6, 1),
         "tabulated_trees": int(np.sum(routes > 0)), "resident_trees": int(np.sum(resident > 0)),
         "table_mb": round(float(entries.sum()) * 8 / 2 ** 20, 1),
         "table_bytes_per_row": int(np.sum(units["dim"][tab]) * 8),
@@ -97,6 +99,7 @@ def layout(model, n_rows, thread_counts):
     for t in thread_counts:
         pattern_rows = rows_of(block_rows, t) if rows_of else 512
         out[f"pattern_blocks@{t}"] = math.ceil(block_rows / pattern_rows)
+        part_rows = part_rows_of(block_rows, t) if part_rows_of else 64
         out[f"part_blocks@{t}"] = math.ceil(block_rows / part_rows)
     return out
 

@@ -99,12 +99,15 @@ def path_dependent_semivalues(call, rule_of, desc, *, route=None):
     points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
     if call.dask:  # the ensemble is the graph's one key; tables per block
         extra = dict(points=points, weights=weights, rule_of=rule_of, route=route)
+        seconds_per_row = semivalue_seconds(ensemble, len(points))
     else:  # the pattern tables are built once for all of X's rows
-        extra = dict(game=_games.SemivalueGame(ensemble, points, weights, call.n_rows,
-                                               rule_of=rule_of, route=route))
+        game = _games.SemivalueGame(ensemble, points, weights, call.n_rows, rule_of=rule_of,
+                                    route=route)
+        extra = dict(game=game)
+        seconds_per_row = game.seconds_per_row()
     return map_rows(call, _games.uniform_semivalues,
                     trailing_shape=call.trailing_shape(ensemble.n_features + 1), desc=desc,
-                    seconds_per_row=semivalue_seconds(ensemble, len(points)), **extra)
+                    seconds_per_row=seconds_per_row, **extra)
 
 
 def expected_value(model):

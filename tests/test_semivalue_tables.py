@@ -27,8 +27,10 @@ def many_rows(name, n_rows=40):
 def blocks_of_three(monkeypatch):
     from sklearn_r2shap._execution import local
     attributions = importlib.import_module("sklearn_r2shap.attributions")
-    monkeypatch.setattr(attributions, "semivalue_seconds",
+    monkeypatch.setattr(attributions, "semivalue_seconds",  # dask's blocks
                         lambda ensemble, n_points: local.BLOCK_SECONDS / 3)
+    monkeypatch.setattr(semivalue_games.SemivalueGame, "seconds_per_row",
+                        lambda game: local.BLOCK_SECONDS / 3)
     calls = []
     block_function = semivalue_games.uniform_semivalues
 
@@ -237,3 +239,21 @@ def test_one_block_split_by_threads_matches_enumeration(route):
     for n_threads in (2, 3, 8):
         got = semivalue_games.uniform_semivalues(game, X, n_threads=n_threads)
         np.testing.assert_array_equal(got.reshape(one.shape), one)
+
+
+@pytest.mark.parametrize("name", ["single-output", "repeated-features", "vector-leaves"])
+@pytest.mark.parametrize("route", [None, "tables", "quadrature"])
+def test_blocks_are_sized_by_the_routes_taken(name, route):
+    """The executor's rows per block come from the game's own estimate (the
+    routes it takes), at most the every-node quadrature estimate (issue 31:
+    blocks sized by that upper estimate, 5 to 15 times the time of the
+    tables, gave too few row blocks to share among threads)."""
+    from sklearn_r2shap._execution.cost import semivalue_seconds
+    ens, _ = random_ensemble(**ENSEMBLES[name])
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights, 10_000, route=route)
+    upper = semivalue_seconds(ens, len(points))
+    estimate = game.seconds_per_row()
+    assert 0 < estimate <= upper
+    if route == "tables":  # a table row is a fraction of the walk of every node
+        assert estimate < 0.5 * upper

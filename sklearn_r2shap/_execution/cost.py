@@ -303,6 +303,8 @@ def semivalue_seconds(ensemble, n_points):
     The quadrature kernel visits every node of every tree at each of the
     ``n_points`` quadrature points; the pattern tables used for shallow trees
     and many rows are cheaper, so this is an upper estimate. It decides the
-    rows per block and whether progress is shown by default.
+    rows per block and whether progress is shown by default where the game
+    has no estimate of its own (the path-dependent semivalues in memory use
+    ``SemivalueGame.seconds_per_row``, which knows the routes it takes).
     """
     return float(ensemble.n_nodes) * max(1, int(n_points)) * SEMIVALUE_SECONDS_PER_NODE_POINT
