@@ -32,6 +32,8 @@ import math
 import os
 import pickle
 import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -130,7 +132,15 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--model-cache", default=None,
                         help="pickle of the trained models (written if absent)")
+    parser.add_argument("--pair", action="store_true",
+                        help="also run each 1-thread call in two processes at once: the "
+                             "throughput the machine gives two independent copies bounds "
+                             "what any 2-thread kernel can reach here (shared cores, caches, "
+                             "memory)")
+    parser.add_argument("--worker-start-at", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pair and not args.model_cache:
+        parser.error("--pair needs --model-cache (the two processes read the same models)")
 
     from sklearn_r2shap import r2_decomposition, shap_interaction_values, shap_values
     import sklearn_r2shap
@@ -151,8 +161,33 @@ def main():
     background = make(np.random.default_rng(2), 100)[0]
     results = []
 
+    def pair(task, name, n_rows, t1):
+        """Two processes timing the same 1-thread call at once."""
+        start_at = time.time() + 15.0  # after both have imported and read the models
+        command = [sys.executable, os.path.abspath(__file__), "--threads", "1",
+                   "--rows", str(args.rows), "--lgb-rows", str(args.lgb_rows),
+                   "--r2-rows", str(args.r2_rows), "--repeat", str(args.repeat),
+                   "--tasks", task, "--models", name, "--model-cache", args.model_cache,
+                   "--worker-start-at", str(start_at)]
+        children = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, OMP_NUM_THREADS="1"))
+                    for _ in range(2)]
+        seconds = []
+        for child in children:
+            out, _ = child.communicate()
+            rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            seconds += [r["seconds"] for r in rows if r.get("task") == task]
+        row = {"task": task + "_pair", "model": name, "rows": n_rows,
+               "seconds_each": seconds,
+               "two_process_bound": round(2 * t1 / max(seconds), 2)}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+
     def scaling(task, name, n_rows, run):
         ref, t1 = None, None
+        if args.worker_start_at is not None:
+            run(1)  # warm: the same state as the parent's first timed call
+            time.sleep(max(0.0, args.worker_start_at - time.time()))
         for t in args.threads:
             seconds, value = timed(lambda: np.asarray(run(t)), args.repeat)
             if ref is None:
@@ -163,15 +198,18 @@ def main():
                    "same_bits": bool(np.array_equal(ref, value)), "load": os.getloadavg()[0]}
             results.append(row)
             print(json.dumps(row), flush=True)
+        if args.pair:
+            pair(task, name, n_rows, t1)
 
     for name in args.models:
         model = fitted[name]
         n = args.lgb_rows if name.startswith("lgbm") else args.rows
         rows = X[:n]
         if "shap" in args.tasks:
-            plan = layout(model, n, args.threads)
-            results.append({"task": "plan", "model": name, **plan})
-            print(json.dumps(results[-1]), flush=True)
+            if args.worker_start_at is None:
+                plan = layout(model, n, args.threads)
+                results.append({"task": "plan", "model": name, **plan})
+                print(json.dumps(results[-1]), flush=True)
             scaling("shap", name, n, lambda t: shap_values(model, rows, n_jobs=t, verbose=0))
         if name == "xgb_d6":
             if "interventional" in args.tasks:
