@@ -24,7 +24,7 @@ from .attributions import (
     saabas_values,
     shap_values,
 )
-from .interactions import shap_interaction_values
+from .interactions import InteractionSummary, shap_interaction_summary, shap_interaction_values
 from .explanation import Explanation, explain
 from ._estimators import (
     PiecewiseLinearExplainer,
@@ -41,6 +41,8 @@ __all__ = [
     "to_ensemble",
     "shap_values",
     "shap_interaction_values",
+    "shap_interaction_summary",
+    "InteractionSummary",
     "explain",
     "Explanation",
     "saabas_values",

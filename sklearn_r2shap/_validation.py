@@ -130,6 +130,8 @@ def check_rows(ensemble, X, *, allow_nan=None):
     elif kind is not None:
         X = (_frame_to_array(ensemble, X) if kind == "pandas"
              else _other_frame_to_array(X, kind))
+    # float32 rows are float32 values already: no rounding (and its two copies) below
+    rounded = getattr(X, "dtype", None) == np.float32
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -148,7 +150,7 @@ def check_rows(ensemble, X, *, allow_nan=None):
         )
     if np.isinf(X).any():
         raise ValueError("X contains infinity; tree splits are not defined for it.")
-    if ensemble.x_float32:
+    if ensemble.x_float32 and not rounded:
         with np.errstate(over="ignore"):
             X = X.astype(np.float32).astype(np.float64)
         # scikit-learn's float32 trees refuse values float32 cannot hold

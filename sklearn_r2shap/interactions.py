@@ -10,20 +10,31 @@ Layer: public functions. Imports ``_prepare``, ``_games``, ``_execution``;
 never an estimator.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 
+from ._errors import import_optional
+from ._numerics import DyadicSum
+from ._execution import dask as _dask
+from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
-from ._execution.run import map_rows
-from ._games.interactions import InteractionGame, game_values
+from ._execution.run import map_rows, progress_of
+from ._games.interactions import InteractionGame, game_values, interaction_sums
 from ._prepare import prepare
+from ._validation import check_row_weights, check_rows
+from .plotting import plot_heatmap
 
-__all__ = ["shap_interaction_values"]
+__all__ = ["shap_interaction_values", "shap_interaction_summary", "InteractionSummary"]
 
 # Rows per block (and per task of a dask array) are bounded so that a block's
 # output stays below this.
 _BLOCK_OUTPUT_BYTES = 1 << 26
+# shap_interaction_summary: a block's matrices and the two temporaries of
+# its sums stay below this (16 MB made blocks of 68 rows of 100 features,
+# half as fast: each block pays the kernels' per-call work).
+_SUMMARY_BLOCK_BYTES = 1 << 26
 
 
 def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
@@ -117,3 +128,181 @@ def _interaction_values(call, *, route=None):
     return map_rows(call, game_values, trailing_shape=shape, desc="SHAP interaction values",
                     seconds_per_row=semivalue_seconds(ensemble, ensemble.n_path_features),
                     max_block_rows=bound, **extra)
+
+
+@dataclass(repr=False)
+class InteractionSummary:
+    """Means over rows of SHAP interaction values (:func:`shap_interaction_summary`).
+
+    Attributes
+    ----------
+    mean_abs, mean, mean_square : ndarray of shape (n_features + 1, n_features + 1) or (n_outputs, n_features + 1, n_features + 1)
+        The (weighted) means over rows of ``|Phi_jk|``, ``Phi_jk`` and
+        ``Phi_jk^2``, laid out as :func:`shap_interaction_values`' matrices
+        (the last row and column: the expected value's). A pair's total
+        interaction in a row is ``Phi_jk + Phi_kj = 2 Phi_jk``.
+    n_rows : int
+        Rows summarised.
+    total_weight : float
+        The sum of ``sample_weight`` (``n_rows`` without it).
+    feature_names : ndarray of str
+        The features' names (X's columns, else the model's, else ``x0``, ...).
+    """
+
+    mean_abs: np.ndarray
+    mean: np.ndarray
+    mean_square: np.ndarray
+    n_rows: int
+    total_weight: float
+    feature_names: np.ndarray
+
+    def top_pairs(self, n=10, by="mean_abs", output=0):
+        """The ``n`` pairs of distinct features of largest ``by`` (one of
+        "mean_abs", "mean_square", "mean": largest absolute mean), as a
+        pandas DataFrame with columns ``feature_1``, ``feature_2``,
+        ``mean_abs``, ``mean``, ``mean_square`` (the cells ``[j, k]``)."""
+        if by not in ("mean_abs", "mean", "mean_square"):
+            raise ValueError(f"by must be 'mean_abs', 'mean' or 'mean_square', got {by!r}.")
+        pd = import_optional("pandas", "InteractionSummary.top_pairs()")
+        cells = {key: self._output(getattr(self, key), output)[:-1, :-1]
+                 for key in ("mean_abs", "mean", "mean_square")}
+        j, k = np.triu_indices(len(self.feature_names), 1)
+        key = np.abs(cells[by][j, k])
+        order = np.argsort(-key, kind="mergesort")[:n]
+        names = np.asarray(self.feature_names)
+        return pd.DataFrame({"feature_1": names[j[order]], "feature_2": names[k[order]],
+                             **{c: cells[c][j[order], k[order]] for c in cells}})
+
+    def plot(self, ax=None, max_features=20, by="mean_abs", output=0):
+        """Heatmap of ``by`` over the features of the largest row sums
+        (matplotlib); the diagonal holds the main effects."""
+        matrix = self._output(getattr(self, by), output)[:-1, :-1]
+        return plot_heatmap(matrix, self.feature_names, ax=ax, max_features=max_features,
+                            label=f"{by} of SHAP interaction values",
+                            title=f"SHAP interaction values over {self.n_rows} rows")
+
+    def _output(self, values, output):
+        return values if values.ndim == 2 else values[output]
+
+    def __repr__(self):
+        pairs = self.mean_abs if self.mean_abs.ndim == 2 else self.mean_abs[0]
+        j, k = np.unravel_index(np.argmax(np.abs(np.triu(pairs[:-1, :-1], 1))),
+                                pairs[:-1, :-1].shape)
+        top = (f"; largest mean |Phi_jk| of a pair: {pairs[j, k]:.4g} "
+               f"({self.feature_names[j]}, {self.feature_names[k]})") if len(pairs) > 2 else ""
+        return (f"InteractionSummary: {self.n_rows} rows, {len(self.feature_names)} "
+                f"features{top}")
+
+
+def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbose="auto"):
+    """Means over rows of SHAP interaction values, in (n_features + 1)^2 memory.
+
+    The weighted means over rows of ``|Phi_jk|``, ``Phi_jk`` and ``Phi_jk^2``
+    of :func:`shap_interaction_values`, computed block by block (a dask
+    collection: partition by partition on its workers) without the
+    ``(n_rows, n_features + 1, n_features + 1)`` array: 1,000,000 rows of 100
+    features would take 82 GB at once. Sums over rows are pairwise over the
+    rows' indices (``DyadicSum``), so the result is bit-identical for any
+    ``n_jobs``, block sizes and dask partitions, and equal to reducing the
+    full array up to rounding.
+
+    Parameters
+    ----------
+    model : fitted tree model
+        As :func:`shap_interaction_values`.
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        Rows to summarise.
+    sample_weight : array-like of shape (n_rows,), default=None
+        Non-negative row weights (a dask X takes a dask array or Series of
+        the same partitions, or an in-memory array); None weighs rows equally.
+    n_jobs : int, default=None
+        Threads; None uses all cores. The result does not depend on it.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`shap_values`.
+
+    Returns
+    -------
+    InteractionSummary
+        ``mean_abs``, ``mean``, ``mean_square`` (each as one matrix of
+        :func:`shap_interaction_values`), ``top_pairs()`` and ``plot()``.
+
+    See Also
+    --------
+    shap_interaction_values : the matrices of every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> from sklearn_r2shap import shap_interaction_summary, shap_interaction_values
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = GradientBoostingRegressor(n_estimators=20, max_depth=3).fit(X, y)
+    >>> summary = shap_interaction_summary(model, X)
+    >>> summary.mean_abs.shape
+    (11, 11)
+    >>> full = shap_interaction_values(model, X)
+    >>> bool(np.allclose(summary.mean_abs, np.abs(full).mean(axis=0)))
+    True
+    >>> list(summary.top_pairs(2).columns)
+    ['feature_1', 'feature_2', 'mean_abs', 'mean', 'mean_square']
+    """
+    call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
+    ensemble = call.ensemble
+    width = ensemble.n_features + 1
+    row_bytes = 8 * ensemble.n_outputs * width * width
+    block_rows = _local.block_rows_for(
+        semivalue_seconds(ensemble, ensemble.n_path_features),
+        maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
+    game = InteractionGame(ensemble, call.n_rows)
+    if call.dask:
+        sums = _dask_sums(call, game, sample_weight, block_rows)
+    else:
+        weight = None if sample_weight is None else check_row_weights(sample_weight,
+                                                                      call.n_rows)
+        sums = _local.reduce_blocks(
+            lambda start, stop, block: interaction_sums(
+                game, start, block, None if weight is None else weight[start:stop],
+                n_threads=call.n_threads),
+            ensemble, call.rows, block_rows=block_rows,
+            progress=progress_of(call, "SHAP interaction summary",
+                                 semivalue_seconds(ensemble, ensemble.n_path_features)))
+    total_weight = float(sums["weight"].total())
+    if not total_weight > 0:
+        raise ValueError("sample_weight is zero for every row: no row counts.")
+    means = {key: sums[key].total() / total_weight for key in ("abs", "sum", "square")}
+    names = (np.asarray(call.names, dtype=object) if call.names is not None
+             else np.array([f"x{j}" for j in range(ensemble.n_features)], dtype=object))
+    return InteractionSummary(means["abs"], means["sum"], means["square"],
+                              n_rows=sums["weight"].n_rows, total_weight=total_weight,
+                              feature_names=names)
+
+
+def _dask_sums(call, game, sample_weight, block_rows):
+    """The sums of a dask collection, partition by partition (each in blocks)."""
+    X = call.rows
+    lengths = _dask.partition_lengths(X)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64).tolist()
+    columns = [X, starts]
+    if sample_weight is not None:
+        columns.append(_dask.aligned_column(sample_weight, X, "sample_weight", lambda: lengths))
+    return _dask.reduce_statistics(
+        _partition_sums, *columns,
+        payload=_dask.shipped_once((game, block_rows, call.n_threads))).compute()
+
+
+def _partition_sums(X, start, weight=None, *, payload):
+    """One partition's sums (a statistics function of ``reduce_statistics``)."""
+    game, block_rows, n_threads = payload
+    X = check_rows(game.ensemble, X)
+    if weight is not None:
+        weight = check_row_weights(_dask.column(weight), X.shape[0], some_positive=False)
+    sums = _local.reduce_blocks(
+        lambda first, stop, block: interaction_sums(
+            game, start + first, block, None if weight is None else weight[first:stop],
+            n_threads=n_threads),
+        game.ensemble, X, block_rows=block_rows)
+    if sums is None:  # an empty partition
+        empty = DyadicSum({})
+        return {"weight": empty, "sum": empty, "abs": empty, "square": empty}
+    return sums

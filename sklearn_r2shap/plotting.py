@@ -29,3 +29,30 @@ def plot_bars(values, errors, names, *, ax=None, max_features=20, xlabel="", tit
     if title:
         ax.set_title(title, fontsize="medium")
     return ax
+
+
+def plot_heatmap(matrix, names, *, ax=None, max_features=20, label="", title=""):
+    """A symmetric (features, features) matrix as a heatmap, the features of
+    the largest row sums of absolute values first (at most ``max_features``).
+
+    Returns the matplotlib Axes.
+    """
+    plt = import_optional("matplotlib.pyplot", "Plotting")
+    matrix = np.asarray(matrix, dtype=float)
+    order = np.argsort(-np.abs(matrix).sum(axis=1), kind="mergesort")[:max_features]
+    shown = matrix[np.ix_(order, order)]
+    if ax is None:
+        size = 0.4 * len(order) + 2.0
+        _, ax = plt.subplots(figsize=(size + 1.0, size))
+    limit = float(np.max(np.abs(shown), initial=0.0)) or 1.0
+    low = -limit if np.any(shown < 0) else 0.0
+    image = ax.imshow(shown, cmap="RdBu_r" if low < 0 else "viridis", vmin=low, vmax=limit)
+    ax.figure.colorbar(image, ax=ax, label=label)
+    ticks = np.arange(len(order))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(names[j]) for j in order], rotation=90)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([str(names[j]) for j in order])
+    if title:
+        ax.set_title(title, fontsize="medium")
+    return ax

@@ -121,6 +121,8 @@ def _public_calls():
         "saabas_values": lambda v: sr.saabas_values(model, rows, verbose=v),
         "predict_raw": lambda v: sr.predict_raw(model, rows, verbose=v),
         "shap_interaction_values": lambda v: sr.shap_interaction_values(model, rows, verbose=v),
+        "shap_interaction_summary": lambda v: sr.shap_interaction_summary(
+            model, rows, sample_weight=np.arange(30.0), verbose=v).mean_abs,
         "interventional_values": lambda v: interventional_values(model, rows, background,
                                                                  verbose=v),
         "explain": lambda v: sr.explain(model, rows, interactions=True, verbose=v).values,

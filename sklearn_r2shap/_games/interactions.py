@@ -14,10 +14,10 @@ Layer: games. Imports the ground floor, ``_model`` and ``_kernels``.
 import numpy as np
 
 from .._kernels import _interactions, _semivalues
-from .._numerics import beta_quadrature
+from .._numerics import DyadicSum, beta_quadrature
 from .semivalues import expected_values
 
-__all__ = ["InteractionGame", "game_values", "ROUTES"]
+__all__ = ["InteractionGame", "game_values", "interaction_sums", "ROUTES"]
 
 # A tree is tabulated (2^d patterns per leaf) when its tables hold at most this
 # many numbers; tables are built in groups of about this many numbers.
@@ -165,3 +165,22 @@ def game_values(game, X, *, route=None, n_threads):
             start_by_leaf, *game.offsets, out, game.block, n_threads)
     _interactions.finish(out, game.expected, n_threads)
     return out[:, 0] if ensemble.n_outputs == 1 else out
+
+
+def interaction_sums(game, start, X, weight, *, n_threads):
+    """Statistics function: the weighted sums over rows X (global rows
+    ``start, start + 1, ...``) of Phi, |Phi| and Phi^2 and of the weights, as
+    :class:`~.._numerics.DyadicSum` (bit-identical for any blocks and
+    partitions); ``weight`` None weighs every row 1."""
+    phi = game_values(game, X, n_threads=n_threads)
+    if weight is None:
+        weight = np.ones(X.shape[0])
+    w = np.asarray(weight, dtype=np.float64).reshape((-1,) + (1,) * (phi.ndim - 1))
+    weighted = w * phi
+    statistics = {"weight": DyadicSum.of(start, np.asarray(weight, dtype=np.float64)),
+                  "sum": DyadicSum.of(start, weighted)}
+    np.abs(weighted, out=weighted)  # w >= 0: w |Phi|
+    statistics["abs"] = DyadicSum.of(start, weighted)
+    np.multiply(weighted, np.abs(phi, out=phi), out=weighted)  # w Phi^2
+    statistics["square"] = DyadicSum.of(start, weighted)
+    return statistics
