@@ -9,9 +9,9 @@ Layer: the package root (imports the public modules).
 from ._errors import SampledAlgorithmWarning, UnsupportedModelError
 from ._model import TreeEnsemble, to_ensemble
 from . import metrics
-from ._execution.cost import CostEstimate, estimate_cost
+from ._execution.cost import CostEstimate
 from ._scores import R2Decomposition, ShapFlexDecomposition
-from .decomposition import r2_decomposition
+from .decomposition import estimate_cost, r2_decomposition
 from .piecewise import piecewise_ensemble, piecewise_predict, piecewise_shap_values
 from .shapflex import shapflex_decomposition
 from .ranking import multilinear_gradient, treegrad_scores

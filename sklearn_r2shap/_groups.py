@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._model import explainable_ensemble as _explained
-from ._pipeline import _steps, has_transformers, is_pipeline, transform, unwrap
+from ._pipeline import _steps, has_transformers, unwrap
 from ._validation import column_names, n_rows_features
 
 __all__ = ["resolve_groups", "input_groups"]
@@ -222,24 +222,6 @@ def input_columns_of_players(model, X, groups, player_names):
         return [np.array([inputs.index(str(name))]) for name in player_names]
     player, _ = resolve_groups(groups, n_inputs, inputs)
     return [np.flatnonzero(player == k) for k in range(len(player_names))]
-
-
-def grouped(function, model, X, groups, background=None, **kwargs):
-    """``function(model, X, **kwargs)`` (an array function of attributions.py) with
-    the groups as players: ``(values with the expected value last, player names)``.
-
-    With ``background`` (transformed by a Pipeline's steps as X), the values
-    of the interventional game of the groups: a hybrid row takes a group's
-    columns all from x or all from b, and a leaf's condition on a group is
-    the conjunction of its path's conditions on the group's columns, which is
-    how the interventional kernel reads the players of
-    :meth:`TreeEnsemble.with_players`."""
-    ensemble, rows, player_names = grouped_model(model, X, groups)
-    if background is not None:
-        kwargs["background"] = transform(model, background) if is_pipeline(model) else background
-    phi = function(ensemble, rows, **kwargs)
-    keep = np.r_[np.arange(len(player_names)), phi.shape[-1] - 1]
-    return phi[..., keep], player_names
 
 
 def restrict_decomposition(result, player_names):

@@ -1,4 +1,5 @@
-"""The public function :func:`r2_decomposition`: Shapley decomposition of R^2 or D^2.
+"""The public functions :func:`r2_decomposition` (Shapley decomposition of R^2
+or D^2) and :func:`estimate_cost` (its cost, before it runs).
 
 :func:`r2_decomposition` gives each feature its share R2_j of the model's R^2
 on data (X, y): the Shapley value, over features, of the explained sum of
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.utils import check_random_state
 
-from . import _groups
+from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
@@ -31,7 +32,7 @@ from ._scores import R2Decomposition, SquaredError, check_target, check_weights,
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
 from ._validation import resolve_n_jobs
 
-__all__ = ["r2_decomposition", "R2Decomposition"]
+__all__ = ["r2_decomposition", "R2Decomposition", "estimate_cost"]
 
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
@@ -414,3 +415,56 @@ def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, option
         raise undefined_score_error(loss)
     n_used = n_rows if rows is None else len(rows)
     return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=call.names)
+
+
+def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
+    """Estimate how long :func:`~sklearn_r2shap.r2_decomposition` will take.
+
+    Counts the operations of both algorithms from the trees' structure (the
+    exact algorithm's leaf pairs, the sampled algorithm's node passes) and
+    converts them to seconds with per-operation times measured on one core
+    of a recent x86-64 machine. It is an estimate, good to within a factor
+    of a few; ``algorithm="auto"`` compares ``exact_seconds`` with its
+    ``exact_budget``.
+
+    Parameters
+    ----------
+    model : fitted tree regressor, TreeEnsemble or Pipeline ending in one
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features), or int
+        The rows to decompose, checked as :func:`r2_decomposition` checks
+        them (the cost depends on their number only; a dask collection's
+        partition lengths are computed when unknown), or that number.
+    n_permutations : int, default=2
+        Antithetic pairs of feature orders per row and tree of the sampled
+        algorithm.
+    n_jobs : int, default=None
+        Threads (None: all cores).
+
+    Returns
+    -------
+    CostEstimate
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_friedman1
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn_r2shap import estimate_cost
+    >>> X, y = make_friedman1(n_samples=500, random_state=0)
+    >>> model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
+    >>> cost = estimate_cost(model, X, n_jobs=1)
+    >>> cost.n_rows, cost.n_trees
+    (500, 10)
+    >>> bool(cost.sampled_seconds < cost.exact_seconds)
+    True
+    """
+    n_permutations = check_n_permutations(n_permutations)
+    if isinstance(X, (int, np.integer)):  # a number of rows: nothing to check
+        n_rows = int(X)
+        if n_rows < 0:
+            raise ValueError(f"the number of rows must be >= 0, got {n_rows}.")
+        return ensemble_cost(to_ensemble(_pipeline.final_step(model)), n_rows,
+                             resolve_n_jobs(n_jobs), n_permutations)
+    call = prepare(model, X, n_jobs=n_jobs, ensemble_of=to_ensemble)
+    n_rows = int(sum(_dask.partition_lengths(call.rows))) if call.dask else call.n_rows
+    # as r2_decomposition: all rows on n_jobs threads of this machine
+    return ensemble_cost(call.ensemble, n_rows, resolve_n_jobs(call.n_jobs), n_permutations)

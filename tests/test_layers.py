@@ -265,6 +265,19 @@ def test_contributing_table_check_finds_a_missing_module():
     assert _documented("_model/_xgboost.py", rows["Models"])
 
 
+def test_imports_at_module_top():
+    """No import inside a function or class of the package: an optional
+    dependency is imported where it is needed by ``_errors.import_optional``
+    (doc/contributing.rst)."""
+    inside = []
+    for f in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inside += [f"{f.relative_to(PACKAGE)}:{sub.lineno}" for sub in ast.walk(node)
+                           if isinstance(sub, (ast.Import, ast.ImportFrom))]
+    assert sorted(set(inside)) == []
+
+
 def test_every_module_states_its_layer():
     for f in PACKAGE.rglob("*.py"):
         doc = ast.get_docstring(ast.parse(f.read_text()))

@@ -206,6 +206,30 @@ def test_estimate_cost_counts():
         estimate_cost(model, -1)
 
 
+def test_estimate_cost_prepares_its_call(monkeypatch):
+    """estimate_cost reads its arguments as every public function does
+    (``_prepare.prepare``): a Pipeline's last step, the rows checked once."""
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_r2shap import decomposition
+
+    model, X, y, w, _, _ = case("gradient-boosting")
+    prepared = []
+    prepare = decomposition.prepare
+    monkeypatch.setattr(decomposition, "prepare",
+                        lambda *args, **kwargs: prepared.append(1) or prepare(*args, **kwargs))
+    cost = estimate_cost(model, X, n_jobs=1)
+    assert prepared == [1]
+    pipeline = make_pipeline(StandardScaler(), clone(model)).fit(X, y)
+    through = estimate_cost(pipeline, X, n_jobs=1)
+    assert (through.n_rows, through.n_trees) == (cost.n_rows, cost.n_trees)
+    assert estimate_cost(pipeline, len(X), n_jobs=1).n_trees == cost.n_trees
+    with pytest.raises(ValueError, match="features"):
+        estimate_cost(model, X[:, 1:])
+
+
 def test_estimate_cost_routes_and_growth():
     """Structure of the exact estimate (never wall time): trees that take the
     leaf-pair tables are costed per table operation (plus their building,

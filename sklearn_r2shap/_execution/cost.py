@@ -25,8 +25,11 @@ estimate against the measured time.
 (``shap_values`` and the other semivalues) the same way, so that progress
 is shown by default for long work only (``verbose="auto"``).
 
-Layer: execution. Imports the ground floor, ``_model`` and ``_kernels``;
-never a game, a public module or an estimator.
+The public :func:`~sklearn_r2shap.estimate_cost` prepares its call as every
+public function does (``decomposition.py``) and reads :func:`ensemble_cost`.
+
+Layer: execution. Imports the ground floor and ``_kernels``; never a game, a
+public module or an estimator.
 """
 import html
 import warnings
@@ -36,11 +39,9 @@ import numpy as np
 
 from .._errors import SampledAlgorithmWarning
 from .._kernels import _qshap, _qshap_sampled
-from .._model import to_ensemble
 from .._numerics import quadrature_sizes
-from .._validation import n_rows_features, resolve_n_jobs
 
-__all__ = ["CostEstimate", "estimate_cost"]
+__all__ = ["CostEstimate", "ensemble_cost", "semivalue_seconds"]
 
 # seconds per operation, one thread (see the module docstring): per row, a
 # point of a pair or of a shared feature of a pair (tables), a (leaf, node)
@@ -63,7 +64,8 @@ DEFAULT_EXACT_BUDGET = 120.0
 
 @dataclass(repr=False)
 class CostEstimate:
-    """Estimated cost of an R^2 decomposition (the result of :func:`estimate_cost`).
+    """Estimated cost of an R^2 decomposition (the result of
+    :func:`~sklearn_r2shap.estimate_cost`).
 
     Attributes
     ----------
@@ -196,6 +198,8 @@ def per_row_seconds(ensemble, slots, n_permutations):
 
 
 def ensemble_cost(ensemble, n_rows, n_threads, n_permutations, slots=None):
+    """The :class:`CostEstimate` of both algorithms on ``n_rows`` rows and
+    ``n_threads`` threads (:func:`~sklearn_r2shap.estimate_cost`)."""
     if slots is None:
         slots = _qshap_sampled.tree_slots(ensemble)
     exact, sampled, pairs, nodes = per_row_seconds(ensemble, slots, n_permutations)
@@ -206,55 +210,6 @@ def ensemble_cost(ensemble, n_rows, n_threads, n_permutations, slots=None):
         n_trees=int(ensemble.n_trees), n_threads=int(n_threads),
         n_permutations=int(n_permutations),
     )
-
-
-def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
-    """Estimate how long :func:`~sklearn_r2shap.r2_decomposition` will take.
-
-    Counts the operations of both algorithms from the trees' structure (the
-    exact algorithm's leaf pairs, the sampled algorithm's node passes) and
-    converts them to seconds with per-operation times measured on one core
-    of a recent x86-64 machine. It is an estimate, good to within a factor
-    of a few; ``algorithm="auto"`` compares ``exact_seconds`` with its
-    ``exact_budget``.
-
-    Parameters
-    ----------
-    model : fitted tree regressor or TreeEnsemble
-    X : array-like of shape (n_rows, n_features), or int
-        The rows to decompose (only their number is used), or that number.
-    n_permutations : int, default=2
-        Antithetic pairs of feature orders per row and tree of the sampled
-        algorithm.
-    n_jobs : int, default=None
-        Threads (None: all cores).
-
-    Returns
-    -------
-    CostEstimate
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_friedman1
-    >>> from sklearn.ensemble import RandomForestRegressor
-    >>> from sklearn_r2shap import estimate_cost
-    >>> X, y = make_friedman1(n_samples=500, random_state=0)
-    >>> model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
-    >>> cost = estimate_cost(model, X, n_jobs=1)
-    >>> cost.n_rows, cost.n_trees
-    (500, 10)
-    >>> bool(cost.sampled_seconds < cost.exact_seconds)
-    True
-    """
-    ensemble = to_ensemble(model)
-    if isinstance(X, (int, np.integer)):
-        n_rows = int(X)
-        if n_rows < 0:
-            raise ValueError(f"the number of rows must be >= 0, got {n_rows}.")
-    else:
-        n_rows = n_rows_features(X)[0]
-    return ensemble_cost(ensemble, n_rows, resolve_n_jobs(n_jobs),
-                         check_n_permutations(n_permutations))
 
 
 def check_n_permutations(n_permutations):

@@ -17,8 +17,9 @@ only when the cost estimate exceeds :data:`AUTO_PROGRESS_SECONDS`. Ctrl-C:
 the kernels return early on SIGINT and :func:`map_blocks` /
 :func:`reduce_blocks` stop between blocks, closing the bar.
 
-Layer: execution. Imports the ground floor only; never a game, a public
-module or an estimator (they hand their functions down).
+Layer: execution. Imports the ground floor only (tqdm, optional, by
+``_errors.import_optional``); never a game, a public module or an estimator
+(they hand their functions down).
 """
 import numbers
 import sys
@@ -26,6 +27,7 @@ import time
 
 import numpy as np
 
+from .._errors import import_optional
 from .._numerics import merge_statistics
 from .._validation import _is_sparse, check_rows
 from .cost import format_seconds
@@ -92,8 +94,8 @@ class Progress:
         if not self.verbose:
             return
         try:
-            from tqdm.auto import tqdm
-        except ImportError:
+            tqdm = import_optional("tqdm.auto", "A progress bar").tqdm
+        except ImportError:  # no tqdm: lines on the stream
             if estimate is not None:
                 print(f"{desc}: {total} rows, estimated {format_seconds(estimate)}",
                       file=self.stream, flush=True)

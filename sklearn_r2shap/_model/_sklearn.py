@@ -134,6 +134,19 @@ def _classifier_leaf_values(estimator):
     return value / np.where(total == 0.0, 1.0, total)
 
 
+def _ensemble(model, trees, info, **kwargs):
+    """The TreeEnsemble of a scikit-learn model's trees: what every converter
+    reads the same way (the width, the class name, the feature names, the
+    number of trees and a classifier's classes) added to ``info`` and
+    ``kwargs`` (base value, averaging, ``x_float32``, objective)."""
+    info = {**info, "n_trees_total": len(trees)}
+    if hasattr(model, "classes_"):
+        info["classes"] = model.classes_
+    return TreeEnsemble.from_trees(
+        trees, n_features=model.n_features_in_, model_type=type(model).__name__,
+        feature_names=getattr(model, "feature_names_in_", None), info=info, **kwargs)
+
+
 def _convert_forest(model):
     """A single tree (weight 1) or an averaging forest (weight 1/T)."""
     name = type(model).__name__
@@ -159,25 +172,11 @@ def _convert_forest(model):
     info = {
         # Forests validate X with the tags of their first tree.
         "allow_nan": _allow_nan(estimators[0]),
-        "n_trees_total": len(trees),
         "float32_overflow": "error",  # predict validates X as float32
     }
-    if is_classifier(model):
-        info["classes"] = model.classes_
-        n_outputs = model.n_classes_
-    else:
-        n_outputs = model.n_outputs_
-    return TreeEnsemble.from_trees(
-        trees,
-        base_value=np.zeros(n_outputs),
-        n_features=model.n_features_in_,
-        averaging=averaging,
-        x_float32=True,
-        model_type=name,
-        objective=_criterion_objective(model.criterion),
-        feature_names=getattr(model, "feature_names_in_", None),
-        info=info,
-    )
+    n_outputs = model.n_classes_ if is_classifier(model) else model.n_outputs_
+    return _ensemble(model, trees, info, base_value=np.zeros(n_outputs), averaging=averaging,
+                     x_float32=True, objective=_criterion_objective(model.criterion))
 
 
 def _convert_gradient_boosting(model):
@@ -206,24 +205,12 @@ def _convert_gradient_boosting(model):
     ]
     info = {
         "allow_nan": _allow_nan(model),
-        "n_trees_total": len(trees),
         "float32_overflow": "error",
         "n_estimators": n_stages,
         "learning_rate": learning_rate,
     }
-    if hasattr(model, "classes_"):
-        info["classes"] = model.classes_
-    return TreeEnsemble.from_trees(
-        trees,
-        base_value=base_value,
-        n_features=model.n_features_in_,
-        averaging=False,
-        x_float32=True,
-        model_type=name,
-        objective=_criterion_objective(model.loss),
-        feature_names=getattr(model, "feature_names_in_", None),
-        info=info,
-    )
+    return _ensemble(model, trees, info, base_value=base_value, averaging=False,
+                     x_float32=True, objective=_criterion_objective(model.loss))
 
 
 def _hist_columns(model):
@@ -307,7 +294,6 @@ def _hist_tree(predictor, column, categories, output):
 
 def _convert_hist_gradient_boosting(model):
     """HistGradientBoosting: ``_baseline_prediction`` plus every predictor's leaves."""
-    name = type(model).__name__
     column, categories = _hist_columns(model)
     trees = [
         _hist_tree(predictor, column, categories, output=k)
@@ -317,7 +303,6 @@ def _convert_hist_gradient_boosting(model):
     loss = model.loss if isinstance(model.loss, str) else type(model.loss).__name__
     info = {
         "allow_nan": _allow_nan(model),
-        "n_trees_total": len(trees),
         "n_iter": model.n_iter_,
         "categorical_features": [int(column[j]) for j, c in enumerate(categories)
                                  if c is not None],
@@ -325,19 +310,8 @@ def _convert_hist_gradient_boosting(model):
         # node counts ignore sample_weight (TreeEnsemble.with_data_covers)
         "covers": "unweighted_count",
     }
-    if hasattr(model, "classes_"):
-        info["classes"] = model.classes_
-    return TreeEnsemble.from_trees(
-        trees,
-        base_value=np.ravel(model._baseline_prediction),
-        n_features=model.n_features_in_,
-        averaging=False,
-        x_float32=False,
-        model_type=name,
-        objective="squared_error" if loss == "squared_error" else loss,
-        feature_names=getattr(model, "feature_names_in_", None),
-        info=info,
-    )
+    return _ensemble(model, trees, info, base_value=np.ravel(model._baseline_prediction),
+                     averaging=False, x_float32=False, objective=loss)
 
 
 def _average_path_length(n):
@@ -373,7 +347,6 @@ def _convert_isolation_forest(model):
     the columns ``estimators_features_`` of X (``max_features``), mapped back
     here; covers are ``weighted_n_node_samples``.
     """
-    name = type(model).__name__
     weight = 1.0 / len(model.estimators_)
     trees = []
     for estimator, columns in zip(model.estimators_, model.estimators_features_):
@@ -387,19 +360,9 @@ def _convert_isolation_forest(model):
         trees.append(arrays)
     info = {
         "allow_nan": _allow_nan(model.estimators_[0]),
-        "n_trees_total": len(trees),
         "float32_overflow": "error",  # score_samples validates X as float32
         "output": "mean path length (depth + c(leaf size)), averaged over trees",
         "max_samples": int(model.max_samples_),
     }
-    return TreeEnsemble.from_trees(
-        trees,
-        base_value=np.zeros(1),
-        n_features=model.n_features_in_,
-        averaging=True,
-        x_float32=True,
-        model_type=name,
-        objective="isolation_path_length",
-        feature_names=getattr(model, "feature_names_in_", None),
-        info=info,
-    )
+    return _ensemble(model, trees, info, base_value=np.zeros(1), averaging=True,
+                     x_float32=True, objective="isolation_path_length")
