@@ -607,9 +607,11 @@ def test_progress_decision_uses_the_estimate(monkeypatch):
     """A long estimate alone switches progress on (no slow test: the estimate
     is made long by the per-operation constant)."""
     from sklearn_r2shap._execution import cost
+    from sklearn_r2shap._games import semivalues
 
     model, X, y = _small()
     monkeypatch.setattr(cost, "SEMIVALUE_SECONDS_PER_NODE_POINT", 1.0)
+    monkeypatch.setattr(semivalues, "_SECONDS_PER_CURVE_UNIT", 1.0)  # the game's own estimate
     stream_before = sys.stderr
     captured = io.StringIO()
     monkeypatch.setattr(sys, "stderr", captured)
