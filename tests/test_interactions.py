@@ -384,6 +384,26 @@ def test_xgboost_matches_brute_force_and_pred_interactions(name):
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-5 * scale)
 
 
+@pytest.mark.parametrize("params", [{}, {"num_parallel_tree": 2, "subsample": 0.8}])
+def test_xgboost_vector_leaf_matches_brute_force(params):
+    """multi_strategy="multi_output_tree": one tree per round with a vector per
+    leaf. XGBoost's own pred_interactions refuses such models (3.2: "not yet
+    implemented"), so brute force is the only reference."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(7)
+    targets = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 1])])
+    model = xgb.XGBRegressor(multi_strategy="multi_output_tree", tree_method="hist",
+                             n_estimators=5, max_depth=3, learning_rate=0.3, **params)
+    model.fit(X, targets)
+    assert to_ensemble(model).n_values == 3
+    got = check_brute_force(model, _rows(X))
+    check_properties(model, X[:50])
+    assert_interacts(got)
+    booster, dmatrix = _xgb_dmatrix(model, X[:3])
+    with pytest.raises(xgb.core.XGBoostError, match="multi-target tree"):
+        booster.predict(dmatrix, pred_interactions=True)
+
+
 def lightgbm_cases():
     lgb = pytest.importorskip("lightgbm")
     Xc, yc = _with_category(4)
