@@ -425,7 +425,8 @@ def test_lightgbm_matches_brute_force(name):
     assert_interacts(got, 2 if "categorical" in name else None)
 
 
-@pytest.mark.parametrize("kind", ["regressor", "multiclass", "depthwise"])
+@pytest.mark.parametrize("kind", ["regressor", "multiclass", "depthwise", "multirmse",
+                                  "multirmse_depthwise"])
 def test_catboost_matches_brute_force(kind):
     catboost = pytest.importorskip("catboost")
     X, y = _data(6, n=240, nan=0.12)
@@ -433,6 +434,12 @@ def test_catboost_matches_brute_force(kind):
                   thread_count=1, random_seed=0)
     if kind == "multiclass":
         model = catboost.CatBoostClassifier(**params).fit(X, np.digitize(y, [-0.5, 0.5]))
+    elif kind.startswith("multirmse"):  # vector leaves, one value per target
+        grow = "Depthwise" if kind.endswith("depthwise") else "SymmetricTree"
+        Y = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 0])])
+        model = catboost.CatBoostRegressor(loss_function="MultiRMSE", grow_policy=grow,
+                                           **params).fit(X, Y)
+        assert to_ensemble(model).n_values == 3
     else:
         grow = "Depthwise" if kind == "depthwise" else "SymmetricTree"
         model = catboost.CatBoostRegressor(grow_policy=grow, **params).fit(X, y)
