@@ -132,6 +132,10 @@ class R2Decomposition(_Shares):
         models).
     power : float or None
         The Tweedie power of ``"d2_tweedie"`` (1 Poisson, 2 Gamma).
+    output : int or None
+        For a multi-output regressor (:func:`r2_decomposition` returns one
+        result per output): the output (column of Y) this result decomposes;
+        None for a single-output model.
     method : "qshap"
         The method (a class constant): exact Shapley values of the score
         (Q-SHAP, the method of Jiang et al. that this package extends to D^2).
@@ -156,6 +160,7 @@ class R2Decomposition(_Shares):
     n_rows_sampled: Optional[int] = None
     score_name: str = "r2"
     power: Optional[float] = None
+    output: Optional[int] = None
 
     method: ClassVar[str] = "qshap"
     _html_note = ("share: the feature's Shapley share of the score; shares + unattributed "
@@ -182,6 +187,8 @@ class R2Decomposition(_Shares):
         matplotlib Axes
         """
         model = f"{self.model_name}\n" if self.model_name else ""
+        if self.output is not None:
+            model = f"{self.model_name or 'model'}, output {self.output}\n"
         label = self.score_label.replace("^2", "$^2$")
         title = (f"{model}{label} = {self.score:.3f} on {self.n_rows} rows "
                  f"(unattributed {self.unattributed:+.3f})\n"
@@ -193,6 +200,8 @@ class R2Decomposition(_Shares):
         rows = (f"{self.n_rows} rows" if self.n_rows_sampled is None
                 else f"{self.n_rows_sampled} of {self.n_rows} rows")
         model = f" of {self.model_name}" if self.model_name else ""
+        if self.output is not None:
+            model += f", output {self.output},"
         kind = "exact" if self.algorithm == "exact" else "sampled (Monte Carlo)"
         return f"{kind} Shapley shares of the {self.score_label}{model} on {rows}"
 
@@ -618,6 +627,20 @@ def _lightgbm_params(ensemble):
     return dict(word.split(":", 1) for word in words if ":" in word)
 
 
+#: Objectives of regressors whose outputs are each fitted by the squared error.
+_MULTI_OUTPUT_SQUARED = ("squared_error", "MultiRMSE")
+
+
+def is_multi_output_regression(ensemble):
+    """Whether ``ensemble`` is a regressor with several outputs, each fitted by the
+    squared error (scikit-learn trees and forests fitted on 2-D y, XGBoost
+    multi-target regressors, CatBoost ``MultiRMSE``): :func:`r2_decomposition`
+    decomposes the R^2 of each output (:meth:`TreeEnsemble.single_output`)."""
+    return (ensemble.n_outputs > 1 and ensemble.objective in _MULTI_OUTPUT_SQUARED
+            and ensemble.model_type not in _PROBABILITY_AVERAGING
+            and ensemble.info.get("classes") is None and not ensemble.has_linear_leaves)
+
+
 def loss_of(ensemble):
     """The loss whose score the decomposition splits, from the ensemble's objective.
 
@@ -639,12 +662,14 @@ def loss_of(ensemble):
             "without a link, so its loss is not quadratic in the trees and has no "
             f"tree-by-tree expansion; {_ALTERNATIVES}."
         )
-    if objective == "squared_error":
-        if n_outputs != 1:
-            raise UnsupportedModelError(
-                f"The R^2 decomposition needs a single-output regressor; {name} has "
-                f"{n_outputs} outputs."
-            )
+    if is_multi_output_regression(ensemble):
+        raise UnsupportedModelError(
+            f"{name} is a regressor with {n_outputs} outputs: its R^2 is decomposed output "
+            "by output, by r2_decomposition(model, X, Y) with Y of shape (n_rows, "
+            f"{n_outputs}) (a list of R2Decomposition, one per output); this estimator and "
+            "the selectors decompose single-output models only."
+        )
+    if objective in _MULTI_OUTPUT_SQUARED:  # one output
         return SquaredError()
     lightgbm = ensemble.info.get("objective_string") is not None
     catboost = "loss_function" in ensemble.info
@@ -653,6 +678,13 @@ def loss_of(ensemble):
         if n_outputs == 1:
             sigma = float(_lightgbm_params(ensemble).get("sigmoid", 1.0)) if lightgbm else 1.0
             return Binomial(_classes(ensemble, 2), sigma)
+        if objective in ("binary:logistic", "binary:logitraw", "binary", "Logloss"):
+            raise UnsupportedModelError(
+                f"{name} is a multi-label classifier ({n_outputs} binary outputs with "
+                f"objective {objective!r}); the D^2 decomposition needs one label "
+                f"(a binary or multiclass classifier): fit one model per label, or "
+                f"{_ALTERNATIVES}."
+            )
         return Multinomial(_classes(ensemble, n_outputs))
     if objective in ("poisson", "count:poisson", "Poisson"):
         return Tweedie(1.0)

@@ -16,6 +16,8 @@ Layer: public functions. Imports the layers below; never an estimator.
 """
 from dataclasses import dataclass, replace
 
+import numbers
+
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -29,6 +31,7 @@ from ._kernels import _qshap_sampled
 from ._model import explainable_ensemble, to_ensemble
 from ._prepare import prepare
 from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
+from ._scores import is_multi_output_regression
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
 from ._validation import resolve_n_jobs
 
@@ -74,12 +77,18 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         A scikit-learn tree / forest / (Hist)GradientBoosting, XGBoost,
         LightGBM or CatBoost model fitted with the squared error, a
         scikit-learn tree or forest classifier, or a boosted model fitted
-        with the log-loss, Poisson, Gamma or Tweedie loss.
+        with the log-loss, Poisson, Gamma or Tweedie loss. Multi-output
+        regressors fitted with the squared error (scikit-learn trees and
+        forests fitted on 2-D y, XGBoost multi-target regressors, also with
+        vector leaves, CatBoost ``MultiRMSE``) are decomposed output by
+        output (see Returns).
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
         A dask collection is decomposed on its workers, partition by
         partition (see Notes); the result is computed at once.
-    y : array-like of shape (n_rows,)
-        Targets; class labels (as in ``model.classes_``) for classifiers.
+    y : array-like of shape (n_rows,) or (n_rows, n_outputs)
+        Targets; class labels (as in ``model.classes_``) for classifiers;
+        one column per output for a multi-output regressor (an array,
+        DataFrame, or a 2-D dask Array or dask DataFrame with a dask X).
         With a dask X: a dask Array or Series of the same row blocks (a
         dask array of other chunks is rechunked to X's), or an in-memory
         array, which is split to X's partitions.
@@ -133,16 +142,26 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
     Returns
     -------
-    R2Decomposition
+    R2Decomposition or list of R2Decomposition
         ``score`` is the model's R^2 or D^2 (``score_name`` says which) and
         ``shares`` split it: ``shares.sum() + unattributed == score``.
+        For a multi-output regressor: a list with one R2Decomposition per
+        output, in the order of Y's columns. ``result[k]`` decomposes the
+        R^2 of output k, ``r2_score(Y[:, k], model.predict(X)[:, k])``, as the
+        decomposition of a single-output model predicting that output alone
+        (its trees' values for output k, its base value, the same mode) would;
+        ``result[k].output == k``. Each result holds one score, so its shares
+        add up to that output's R^2; the outputs' scores are not added (their
+        R^2 have different denominators). The same rows are used for every
+        output (``max_samples``), and the same ``sample_weight``.
 
     Raises
     ------
     UnsupportedModelError
         For losses without a second derivative (absolute error, quantile,
         Huber), other objectives, averaging ensembles with a link, linear
-        leaves, and multi-output models.
+        leaves, multi-label classifiers (several binary outputs) and
+        scikit-learn multi-output classifiers.
 
     See Also
     --------
@@ -198,12 +217,31 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     True
     >>> bool(np.isclose(result.shares.sum() + result.unattributed, result.score))
     True
+
+    A multi-output regressor: one result per output, each adding up to that
+    output's R^2:
+
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> Y = np.column_stack([y, X[:, 2] * X[:, 3]])
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, Y)
+    >>> results = r2_decomposition(model, X, Y)
+    >>> [r.output for r in results]
+    [0, 1]
+    >>> prediction = model.predict(X)
+    >>> all(bool(np.isclose(r.shares.sum() + r.unattributed,
+    ...                     r2_score(Y[:, r.output], prediction[:, r.output])))
+    ...     for r in results)
+    True
     """
     options = _Options(algorithm=algorithm, exact_budget=exact_budget,
                        n_permutations=n_permutations, max_samples=max_samples,
                        random_state=random_state)
     call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose,
                    ensemble_of=to_ensemble if groups is None else explainable_ensemble)
+    if is_multi_output_regression(call.ensemble):
+        return _per_output_decomposition(call, y, sample_weight=sample_weight,
+                                         return_local=return_local, options=options)
     loss = loss_of(call.ensemble)
     if call.dask:
         result = _dask_r2_decomposition(call, loss, y, sample_weight=sample_weight,
@@ -214,6 +252,62 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     if call.players is not None:  # the groups as players, null players dropped
         result = _groups.restrict_decomposition(result, call.players)
     return result
+
+
+def _per_output_decomposition(call, Y, *, sample_weight, return_local, options):
+    """:func:`r2_decomposition` of a multi-output regressor: one R2Decomposition per
+    output, each the decomposition of the single-output ensemble of that output
+    (:meth:`TreeEnsemble.single_output`) against its column of Y."""
+    ensemble = call.ensemble
+    columns = _output_columns(Y, ensemble.n_outputs, ensemble.model_type)
+    if not isinstance(options.random_state, numbers.Integral):
+        # one seed for every output: the same rows (max_samples) for each
+        seed = int(check_random_state(options.random_state).randint(np.iinfo(np.int32).max))
+        options = replace(options, random_state=seed)
+    run = _dask_r2_decomposition if call.dask else _local_r2_decomposition
+    results = []
+    for k, y in enumerate(columns):
+        one = replace(call, ensemble=ensemble.single_output(k))
+        try:
+            result = run(one, loss_of(one.ensemble), y, sample_weight=sample_weight,
+                         return_local=return_local, options=options)
+        except ValueError as error:
+            if "constant" not in str(error) and "not defined" not in str(error):
+                raise
+            raise ValueError(f"Output {k} of Y: {error}") from None
+        result = replace(result, output=k)
+        if call.players is not None:
+            result = _groups.restrict_decomposition(result, call.players)
+        results.append(result)
+    return results
+
+
+def _output_columns(Y, n_outputs, model_type):
+    """The columns of a multi-output target: one per output, as 1-D targets."""
+    if Y is None:
+        raise ValueError("r2_decomposition requires y, but y is None.")
+    frame = hasattr(Y, "columns") and hasattr(Y, "iloc")
+    shape = (len(Y.columns),) if frame else None
+    if frame:
+        width, ndim = len(Y.columns), 2
+    elif _dask.is_dask_collection(Y):
+        ndim = Y.ndim
+        width = Y.shape[1] if ndim == 2 else None
+        shape = Y.shape
+    else:
+        Y = np.asarray(Y)
+        ndim, shape = Y.ndim, Y.shape
+        width = Y.shape[1] if ndim == 2 else None
+    if ndim != 2 or width != n_outputs:
+        got = f"{width} columns" if frame else f"shape {tuple(shape)}"
+        raise ValueError(
+            f"{model_type} has {n_outputs} outputs: y must have shape (n_rows, {n_outputs}), "
+            f"one column per output, got {got}. The R^2 of each output is decomposed "
+            "separately."
+        )
+    if frame:
+        return [Y.iloc[:, k] for k in range(n_outputs)]
+    return [Y[:, k] for k in range(n_outputs)]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ import reference  # noqa: E402  (tests/ is on sys.path under pytest)
 
 from sklearn_r2shap import (  # noqa: E402
     UnsupportedModelError,
+    banzhaf_values,
+    beta_shapley_values,
     expected_value,
     predict_raw,
     saabas_values,
@@ -246,6 +248,49 @@ def test_multi_output_regression_and_early_stopping():
     assert stopped.tree_count_ < 300
     assert to_ensemble(stopped).n_trees == stopped.tree_count_
     np.testing.assert_allclose(predict_raw(stopped, X), _raw(stopped, X), rtol=0, atol=1e-6)
+
+
+@functools.lru_cache(maxsize=None)
+def _multirmse(grow_policy):
+    X, y = _data()
+    Y = np.column_stack([y, np.nan_to_num(X[:, 0]) * 2, np.cos(y)])
+    return catboost.CatBoostRegressor(iterations=5, depth=3, learning_rate=0.3,
+                                      loss_function="MultiRMSE", grow_policy=grow_policy,
+                                      **SILENT).fit(X, Y)
+
+
+@pytest.mark.parametrize("grow_policy", GROW_POLICIES)
+def test_multirmse_semivalues_brute_force(grow_policy):
+    """MultiRMSE: vector leaves (one value per target) on symmetric and
+    non-symmetric trees; every semivalue against subset enumeration."""
+    model = _multirmse(grow_policy)
+    ens = to_ensemble(model)
+    assert ens.n_outputs == ens.n_values == 3 and ens.objective == "MultiRMSE"
+    rows = _rows()
+    games = [
+        (shap_values(model, rows), reference.shapley_weight),
+        (banzhaf_values(model, rows), reference.banzhaf_weight(0.5)),
+        (banzhaf_values(model, rows, q=0.8), reference.banzhaf_weight(0.8)),
+        (beta_shapley_values(model, rows, alpha=4, beta=1), reference.beta_weight(4, 1)),
+        (beta_shapley_values(model, rows, alpha=1, beta=16), reference.beta_weight(1, 16)),
+    ]
+    for phi, weight in games:
+        assert phi.shape == (len(rows), 3, N_FEATURES + 1)
+        brute = np.array([reference.semivalue(ens, x, weight) for x in rows])
+        _assert_close_relative(phi[:, :, :-1], brute)
+        np.testing.assert_allclose(phi[:, :, -1], expected_value(model)[None, :].repeat(
+            len(rows), axis=0), rtol=0, atol=1e-12)
+    phi = shap_values(model, rows)
+    np.testing.assert_allclose(phi.sum(axis=2), _raw(model, rows), rtol=0, atol=1e-9)
+
+
+def test_multirmse_shap_matches_catboost_on_symmetric_trees():
+    model = _multirmse("SymmetricTree")
+    rows = _rows()
+    theirs = model.get_feature_importance(catboost.Pool(rows), type="ShapValues")
+    ours = shap_values(model, rows)
+    assert theirs.shape == ours.shape
+    _assert_close_relative(ours, theirs, rtol=1e-9)
 
 
 def _categorical_frame(codes=(0, 7, 14, 21, 28, 35)):

@@ -11,6 +11,8 @@ pd = pytest.importorskip("pandas")
 import reference  # noqa: E402
 from sklearn_r2shap import (  # noqa: E402
     UnsupportedModelError,
+    banzhaf_values,
+    beta_shapley_values,
     predict_raw,
     saabas_values,
     shap_values,
@@ -97,6 +99,19 @@ def _fit_case(name):
         return Case(xgb.train(params, xgb.DMatrix(X, label=counts), 8), X)
     if name == "multi_target":
         return Case(xgb.XGBRegressor(**small).fit(X, np.column_stack([y, 3 * np.sin(y) + 5])), X)
+    if name.startswith("vector_leaf"):
+        # one tree per round whose leaves hold a vector, one value per target
+        vector = dict(multi_strategy="multi_output_tree", tree_method="hist", **small)
+        targets = np.column_stack([y, 3 * np.sin(y) + 5, X[:, 2]])
+        targets[np.isnan(targets)] = 0.0
+        if name == "vector_leaf":
+            return Case(xgb.XGBRegressor(**vector).fit(X, targets), X)
+        if name == "vector_leaf_parallel":
+            model = xgb.XGBRegressor(num_parallel_tree=2, subsample=0.8, **vector)
+            return Case(model.fit(X, targets), X)
+        if name == "vector_leaf_multilabel":
+            labels = targets > np.median(targets, axis=0)
+            return Case(xgb.XGBClassifier(**vector).fit(X, labels), X)
     if name == "ranker":
         qid = np.repeat(np.arange(10), N_ROWS // 10)
         model = xgb.XGBRanker(n_estimators=6, max_depth=3)
@@ -123,7 +138,7 @@ def _fit_case(name):
 ALL_CASES = [
     "regressor", "binary", "multiclass", "rf_regressor", "rf_classifier",
     "boosted_forest_multiclass", "dart", "poisson_booster", "multi_target", "ranker",
-    "pruned_booster",
+    "pruned_booster", "vector_leaf", "vector_leaf_parallel", "vector_leaf_multilabel",
     "categorical", "categorical_onehot", "categorical_codes",
 ]
 _CACHE = {}
@@ -248,7 +263,8 @@ def test_saabas_matches_approx_contribs(name):
 
 # ---------------------------------------------------------------- brute force
 
-@pytest.mark.parametrize("name", ["small_regressor", "multiclass", "categorical_codes", "dart"])
+@pytest.mark.parametrize("name", ["small_regressor", "multiclass", "categorical_codes", "dart",
+                                  "vector_leaf", "vector_leaf_multilabel"])
 def test_shap_vs_subset_enumeration(name):
     if name == "small_regressor":
         X, y = make_data(seed=3)
@@ -415,12 +431,73 @@ def test_gblinear_raises():
         to_ensemble(model)
 
 
-def test_vector_leaf_trees_raise():
+# ------------------------------------------------------ vector-leaf trees
+
+def test_vector_leaf_ensemble():
+    """multi_strategy="multi_output_tree": one tree per round, a vector per leaf."""
+    case = get_case("vector_leaf")
+    ensemble = to_ensemble(case.model)
+    assert ensemble.n_outputs == ensemble.n_values == 3
+    assert ensemble.n_trees == 12 and not ensemble.averaging
+    base = json.loads(case.booster.save_config())["learner"]["learner_model_param"]["base_score"]
+    np.testing.assert_array_equal(ensemble.base_value, _xgboost._parse_base_score(base).astype(
+        np.float32))
+    assert len(set(ensemble.base_value.tolist())) == 3  # one base score per target
+    parallel = to_ensemble(get_case("vector_leaf_parallel").model)
+    assert parallel.n_trees == 24 and parallel.n_values == 3
+
+
+def test_vector_leaf_xgboost_has_no_contributions():
+    """XGBoost 3.2 refuses pred_contribs / pred_interactions for vector leaves
+    ("not yet implemented"), so only enumeration checks these values."""
+    case = get_case("vector_leaf")
+    for kind in ("pred_contribs", "pred_interactions"):
+        with pytest.raises(xgb.core.XGBoostError, match="multi-target tree"):
+            case.library(slice(0, 3), **{kind: True})
+
+
+@pytest.mark.parametrize("name", ["vector_leaf", "vector_leaf_parallel"])
+def test_vector_leaf_semivalues_vs_subset_enumeration(name):
+    case = get_case(name)
+    ensemble = to_ensemble(case.model)
+    rows = [0, 5, 8, 13]
+    X = case.X[rows]
+    games = [
+        (shap_values(case.model, X), reference.shapley_weight),
+        (banzhaf_values(case.model, X), reference.banzhaf_weight(0.5)),
+        (banzhaf_values(case.model, X, q=0.3), reference.banzhaf_weight(0.3)),
+        (beta_shapley_values(case.model, X, alpha=16, beta=1), reference.beta_weight(16, 1)),
+        (beta_shapley_values(case.model, X, alpha=1, beta=4), reference.beta_weight(1, 4)),
+    ]
+    for phi, weight in games:
+        assert phi.shape == (len(rows), 3, N_FEATURES + 1)
+        for r, x in enumerate(X):
+            brute = reference.semivalue(ensemble, x, weight)
+            scale = max(1.0, np.max(np.abs(brute)))
+            np.testing.assert_allclose(phi[r, :, :-1], brute, rtol=0, atol=1e-10 * scale)
+            np.testing.assert_allclose(phi[r, :, -1], reference.value_function(ensemble, x, []),
+                                       rtol=0, atol=1e-12 * scale)
+    # Additivity per output against XGBoost's own margins (float32)
+    phi = shap_values(case.model, case.X)
+    close(phi.sum(axis=-1), case.margin(), 1e-6)
+
+
+def test_vector_leaf_dart_is_refused_by_xgboost():
+    """No dart vector-leaf model exists to read: XGBoost refuses to train one."""
     X, y = make_data(nan_fraction=0)
     model = xgb.XGBRegressor(multi_strategy="multi_output_tree", tree_method="hist",
-                             n_estimators=2, max_depth=2).fit(X, np.column_stack([y, -y]))
-    with pytest.raises(UnsupportedModelError, match="XGBRegressor.*vector-leaf"):
-        shap_values(model, X[:3])
+                             booster="dart", n_estimators=2, max_depth=2)
+    with pytest.raises(xgb.core.XGBoostError, match="dart"):
+        model.fit(X, np.column_stack([y, -y]))
+
+
+def test_vector_leaf_of_unexpected_width_raises():
+    case = get_case("vector_leaf")
+    tree = json.loads(bytes(case.booster.save_raw("json")))["learner"]["gradient_booster"][
+        "model"]["trees"][0]
+    tree["base_weights"] = tree["base_weights"][:-1]
+    with pytest.raises(UnsupportedModelError, match="vector-leaf.*one_output_per_tree"):
+        _xgboost._tree_arrays(tree, 1.0, 0, "XGBRegressor", 3)
 
 
 def test_unknown_objective_link_raises(monkeypatch):

@@ -384,6 +384,26 @@ def test_xgboost_matches_brute_force_and_pred_interactions(name):
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-5 * scale)
 
 
+@pytest.mark.parametrize("params", [{}, {"num_parallel_tree": 2, "subsample": 0.8}])
+def test_xgboost_vector_leaf_matches_brute_force(params):
+    """multi_strategy="multi_output_tree": one tree per round with a vector per
+    leaf. XGBoost's own pred_interactions refuses such models (3.2: "not yet
+    implemented"), so brute force is the only reference."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(7)
+    targets = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 1])])
+    model = xgb.XGBRegressor(multi_strategy="multi_output_tree", tree_method="hist",
+                             n_estimators=5, max_depth=3, learning_rate=0.3, **params)
+    model.fit(X, targets)
+    assert to_ensemble(model).n_values == 3
+    got = check_brute_force(model, _rows(X))
+    check_properties(model, X[:50])
+    assert_interacts(got)
+    booster, dmatrix = _xgb_dmatrix(model, X[:3])
+    with pytest.raises(xgb.core.XGBoostError, match="multi-target tree"):
+        booster.predict(dmatrix, pred_interactions=True)
+
+
 def lightgbm_cases():
     lgb = pytest.importorskip("lightgbm")
     Xc, yc = _with_category(4)
@@ -405,7 +425,8 @@ def test_lightgbm_matches_brute_force(name):
     assert_interacts(got, 2 if "categorical" in name else None)
 
 
-@pytest.mark.parametrize("kind", ["regressor", "multiclass", "depthwise"])
+@pytest.mark.parametrize("kind", ["regressor", "multiclass", "depthwise", "multirmse",
+                                  "multirmse_depthwise"])
 def test_catboost_matches_brute_force(kind):
     catboost = pytest.importorskip("catboost")
     X, y = _data(6, n=240, nan=0.12)
@@ -413,6 +434,12 @@ def test_catboost_matches_brute_force(kind):
                   thread_count=1, random_seed=0)
     if kind == "multiclass":
         model = catboost.CatBoostClassifier(**params).fit(X, np.digitize(y, [-0.5, 0.5]))
+    elif kind.startswith("multirmse"):  # vector leaves, one value per target
+        grow = "Depthwise" if kind.endswith("depthwise") else "SymmetricTree"
+        Y = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 0])])
+        model = catboost.CatBoostRegressor(loss_function="MultiRMSE", grow_policy=grow,
+                                           **params).fit(X, Y)
+        assert to_ensemble(model).n_values == 3
     else:
         grow = "Depthwise" if kind == "depthwise" else "SymmetricTree"
         model = catboost.CatBoostRegressor(grow_policy=grow, **params).fit(X, y)

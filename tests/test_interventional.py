@@ -185,6 +185,27 @@ def test_xgboost_multiclass():
     assert phi.shape == (3, 3, 6)
 
 
+@pytest.mark.parametrize("kind", ["xgboost_vector_leaf", "catboost_multirmse"])
+def test_vector_leaf_regressors(kind):
+    """Vector leaves (one value per target): XGBoost multi_output_tree, CatBoost MultiRMSE."""
+    X, y = _data(nan=0.1)
+    Y = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 0])])
+    if kind == "xgboost_vector_leaf":
+        xgb = pytest.importorskip("xgboost")
+        model = xgb.XGBRegressor(n_estimators=4, max_depth=3, multi_strategy="multi_output_tree",
+                                 tree_method="hist", n_jobs=1).fit(X, Y)
+        raw, rtol = (lambda Z: model.predict(Z, output_margin=True)), 1e-5
+    else:
+        catboost = pytest.importorskip("catboost")
+        model = catboost.CatBoostRegressor(iterations=4, depth=3, loss_function="MultiRMSE",
+                                           verbose=0, allow_writing_files=False, thread_count=1,
+                                           random_seed=0).fit(X, Y)
+        raw, rtol = (lambda Z: model.predict(Z, prediction_type="RawFormulaVal")), 1e-7
+    rows, bg = _split(X)
+    phi = check(model, raw, rows, bg, rtol=rtol)
+    assert phi.shape == (3, 3, 6)
+
+
 # -------------------------------------------------------------------- LightGBM
 def test_lightgbm_categorical_nan():
     lgb = pytest.importorskip("lightgbm")

@@ -36,12 +36,17 @@ ATOL = 1e-10
 # --------------------------------------------------------------------------
 # Brute-force reference
 # --------------------------------------------------------------------------
-def _subset_tables(ens, x):
-    """v^t_x(S) for every tree t and every subset S (bit mask), shape (T, 2^p)."""
+def _subset_tables(ens, x, output=0):
+    """v^t_x(S) of output ``output`` for every tree t adding to it and every
+    subset S (bit mask), shape (T, 2^p), trees in the model's order."""
     p = ens.n_features
     subsets = [{j for j in range(p) if mask >> j & 1} for mask in range(1 << p)]
-    return np.array([[reference.tree_value(ens, t, x, S)[0] for S in subsets]
-                     for t in range(ens.n_trees)])
+    if ens.n_values > 1:  # vector leaves: every tree adds to every output
+        trees, column = range(ens.n_trees), output
+    else:
+        trees, column = [t for t in range(ens.n_trees) if ens.tree_output[t] == output], 0
+    return np.array([[reference.tree_value(ens, t, x, S)[column] for S in subsets]
+                     for t in trees])
 
 
 def _shapley(game, p):
@@ -58,11 +63,14 @@ def _shapley(game, p):
     return phi
 
 
-def reference_decomposition(ens, X, y, sample_weight=None, symmetric=None, initial=None):
+def reference_decomposition(ens, X, y, sample_weight=None, symmetric=None, initial=None,
+                            output=0):
     """Brute-force per-row terms L_ij (n, p); their column sums are the R2_j.
 
     ``initial`` overrides F_0 (to build the naive decomposition of the paper,
-    which starts boosting from mean(y)).
+    which starts boosting from mean(y)). ``output``: of a multi-output model,
+    the output whose trees (or leaf-vector column) and base value play,
+    against ``y`` of that output.
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -72,24 +80,24 @@ def reference_decomposition(ens, X, y, sample_weight=None, symmetric=None, initi
     symmetric = ens.averaging if symmetric is None else symmetric
     ybar = np.sum(w * y) / np.sum(w)
     q0 = np.sum(w * (y - ybar) ** 2)
-    base = float(ens.base_value[0]) if initial is None else float(initial)
+    base = float(ens.base_value[output]) if initial is None else float(initial)
     full = (1 << p) - 1
     local = np.zeros((n, p))
     for i in range(n):
         if w[i] == 0:
             continue
-        table = _subset_tables(ens, reference.prepare(ens, X[i]))
+        table = _subset_tables(ens, reference.prepare(ens, X[i]), output)
         if symmetric:
             empty = table[:, 0]
             centred = table - empty[:, None]
             mu = base + empty.sum()
             f_tilde = centred[:, full].sum()
-            for k in range(ens.n_trees):
+            for k in range(len(table)):
                 r_sym = y[i] - mu - (f_tilde - centred[k, full]) / 2.0
                 local[i] += _shapley((r_sym - centred[k]) ** 2, p)
         else:
             prediction = base
-            for k in range(ens.n_trees):
+            for k in range(len(table)):
                 residual = y[i] - prediction
                 local[i] += _shapley((residual - table[k]) ** 2, p)
                 prediction += table[k, full]

@@ -452,6 +452,67 @@ class TreeEnsemble:
             info=dict(self.info),
         )
 
+    def single_output(self, output):
+        """The single-output ensemble of output ``output``: f_output(x) alone.
+
+        Vector leaves keep column ``output`` (:meth:`per_output`); with one
+        value per leaf, the trees adding to ``output`` are kept, in the
+        model's order. The result has ``n_outputs == n_values == 1``, base
+        value ``base_value[output]``, and predicts column ``output`` of the
+        raw prediction exactly.
+        """
+        output = int(output)
+        if not 0 <= output < self.n_outputs:
+            raise ValueError(f"output must be in [0, {self.n_outputs}), got {output}.")
+        if self.n_outputs == 1:
+            return self
+        if self.has_linear_leaves:
+            raise ValueError("single_output does not support linear leaves")
+        if self.n_values > 1:
+            work = self.per_output([output])
+        else:
+            work = self._keep_trees(np.flatnonzero(self.tree_output == output))
+        _, n_path_features, max_depth = _path_structure(work.parent, work.feature)
+        return replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
+                       base_value=self.base_value[[output]].copy(),
+                       n_path_features=int(n_path_features), max_depth=int(max_depth),
+                       info=dict(self.info, output=output))
+
+    def _keep_trees(self, trees):
+        """A copy holding the trees ``trees`` only (in that order), renumbered."""
+        if len(trees) == 0:
+            raise ValueError(f"{self.model_type}: no tree adds to this output.")
+        starts, stops = self.tree_start[trees], self.tree_start[trees + 1]
+        sizes = stops - starts
+        new_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        source = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
+        offset = np.repeat(new_start[:-1] - starts, sizes)
+
+        def moved(index):
+            index = index[source]
+            return np.where(index >= 0, index + offset, index).astype(np.int64)
+
+        return replace(
+            self,
+            children_left=moved(self.children_left),
+            children_right=moved(self.children_right),
+            default_child=moved(self.default_child),
+            feature=self.feature[source].copy(),
+            route_feature=None if self.route_feature is None else self.route_feature[source].copy(),
+            threshold=self.threshold[source].copy(),
+            decision_type=self.decision_type[source].copy(),
+            cat_start=self.cat_start[source].copy(),
+            cat_words=self.cat_words[source].copy(),
+            cover=self.cover[source].copy(),
+            cover_ratio=self.cover_ratio[source].copy(),
+            parent=moved(self.parent),
+            prev_same=moved(self.prev_same),
+            value=np.ascontiguousarray(self.value[source]),
+            tree_start=new_start,
+            tree_output=self.tree_output[trees].copy(),
+            info=dict(self.info),
+        )
+
 
 def _cover_ratio(cover, parent):
     """``c_k / c_parent(k)`` (1 for a root)."""

@@ -57,11 +57,15 @@ def convert(model, missing=None):
         ``binary:logistic``, log for Poisson/Gamma/Tweedie/Cox/AFT, one margin
         per class for multiclass); leaf values include DART tree weights.
 
+        Vector-leaf trees (``multi_strategy="multi_output_tree"``) give an
+        ensemble with one leaf value per target (``n_values == n_outputs``):
+        each tree adds its leaf's vector to every output.
+
     Raises
     ------
     UnsupportedModelError
-        For ``gblinear``, vector-leaf trees (``multi_strategy="multi_output_tree"``)
-        and objectives whose base-score link is unknown.
+        For ``gblinear``, vector-leaf trees whose leaf vectors are not stored
+        as expected, and objectives whose base-score link is unknown.
     """
     xgboost = import_optional("xgboost", "Reading an XGBoost model")
     model_type = type(model).__name__
@@ -128,9 +132,13 @@ def convert(model, missing=None):
 
     arrays = [
         _tree_arrays(trees[t], 1.0 if weights is None else weights[t], int(tree_info[t]),
-                     model_type)
+                     model_type, n_outputs)
         for t in range(n_used)
     ]
+    widths = {a.value.shape[1] for a in arrays}
+    if len(widths) > 1:
+        raise UnsupportedModelError(
+            f"{model_type} mixes vector-leaf and one-output trees; it cannot be explained.")
 
     names = learner.get("feature_names") or None
     types = learner.get("feature_types") or None
@@ -230,14 +238,16 @@ def _base_margin(text, objective, n_outputs, model_type):
     return margin
 
 
-def _tree_arrays(tree, weight, output, model_type):
-    """One XGBoost tree as :class:`TreeArrays` (leaf values times ``weight``)."""
+def _tree_arrays(tree, weight, output, model_type, n_outputs=1):
+    """One XGBoost tree as :class:`TreeArrays` (leaf values times ``weight``).
+
+    A vector-leaf tree (``size_leaf_vector > 1``, ``multi_strategy=
+    "multi_output_tree"``) stores its leaves' vectors in ``base_weights``, one
+    run of ``size_leaf_vector`` float32 values per node (its ``split_conditions``
+    of leaves hold no value); it gives ``value`` of shape (n_nodes, n_outputs).
+    """
     param = tree.get("tree_param", {})
-    if int(param.get("size_leaf_vector", 1)) > 1:
-        raise UnsupportedModelError(
-            f"{model_type} has vector-leaf trees (multi_strategy='multi_output_tree'); "
-            "only one-output-per-tree models can be explained."
-        )
+    size_leaf_vector = int(param.get("size_leaf_vector", 1) or 1)
     left = np.asarray(tree["left_children"], dtype=np.int64)
     right = np.asarray(tree["right_children"], dtype=np.int64)
     n = len(left)
@@ -265,6 +275,19 @@ def _tree_arrays(tree, weight, output, model_type):
     left, right = np.where(categorical, right, left), np.where(categorical, left, right)
     default_left = np.where(categorical, ~default_left, default_left)
 
+    if size_leaf_vector > 1:
+        vectors = np.asarray(tree.get("base_weights", []), dtype=np.float32)
+        if size_leaf_vector != n_outputs or vectors.size != n * size_leaf_vector:
+            raise UnsupportedModelError(
+                f"{model_type} has vector-leaf trees (multi_strategy='multi_output_tree') "
+                f"whose leaf vectors are not stored as expected ({vectors.size} base weights "
+                f"for {n} nodes of {size_leaf_vector} values, {n_outputs} outputs); refit with "
+                "multi_strategy='one_output_per_tree' to explain it."
+            )
+        vectors = vectors.astype(np.float64).reshape(n, size_leaf_vector)
+        value = np.where(leaf[:, None], vectors * weight, 0.0)
+    else:
+        value = np.where(leaf, condition * weight, 0.0).reshape(n, 1)
     arrays = TreeArrays(
         children_left=left,
         children_right=np.where(leaf, -1, right),
@@ -273,7 +296,7 @@ def _tree_arrays(tree, weight, output, model_type):
         threshold=np.where(leaf | categorical, 0.0, condition),
         decision_type=np.where(categorical, DECISION_CATEGORICAL, DECISION_LT).astype(np.uint8),
         cover=np.asarray(tree["sum_hessian"], dtype=np.float64),
-        value=np.where(leaf, condition * weight, 0.0).reshape(n, 1),
+        value=value,
         categories=categories,
         output=output,
     )
