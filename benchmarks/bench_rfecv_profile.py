@@ -10,9 +10,11 @@ verbose=-1, n_jobs=1, random_state=0)``. Both selectors get ``step=--step`` and
 Run it with ``OMP_NUM_THREADS=1`` (the script sets it before importing NumPy
 when it is unset).
 
-Wall-clock splits: the functions below are wrapped (exclusive time: a wrapped
-call inside another is counted once, in its own category), everything else
-of the fit is "Python overhead":
+Splits of the process's CPU time (``time.process_time``; one thread, so on an
+idle machine it is the wall-clock time, and on a shared one it is what stays
+comparable; the wall-clock totals are printed too): the functions below are
+wrapped (exclusive time: a wrapped call inside another is counted once, in its
+own category), everything else of the fit is "Python overhead":
 
 - fit: ``LGBMRegressor.fit`` (both selectors);
 - predict: ``LGBMRegressor.predict`` (scoring the held-out rows; RFECV's too);
@@ -64,11 +66,17 @@ def data(copies, seed):
     return np.hstack([X, noise]), y
 
 
+def now():
+    """(wall, CPU) seconds: the process's CPU time is what a shared, loaded
+    machine leaves comparable (one thread: CPU = wall on an idle machine)."""
+    return np.array([time.perf_counter(), time.process_time()])
+
+
 class Clock:
-    """Exclusive wall-clock time per category of the wrapped functions."""
+    """Exclusive (wall, CPU) time per category of the wrapped functions."""
 
     def __init__(self):
-        self.seconds = defaultdict(float)
+        self.seconds = defaultdict(lambda: np.zeros(2))
         self.calls = defaultdict(int)
         self.rows = defaultdict(int)
         self._stack = []  # [category, start, time of the nested wrapped calls]
@@ -77,16 +85,16 @@ class Clock:
         @functools.wraps(function)
         def timed(*args, **kwargs):
             name = category(*args, **kwargs) if callable(category) else category
-            self._stack.append([name, time.perf_counter(), 0.0])
+            self._stack.append([name, now(), np.zeros(2)])
             try:
                 return function(*args, **kwargs)
             finally:
                 name, start, nested = self._stack.pop()
-                took = time.perf_counter() - start
-                self.seconds[name] += took - nested
+                took = now() - start
+                self.seconds[name] = self.seconds[name] + took - nested
                 self.calls[name] += 1
                 if self._stack:
-                    self._stack[-1][2] += took
+                    self._stack[-1][2] = self._stack[-1][2] + took
         timed.__wrapped_original__ = function
         return timed
 
@@ -164,9 +172,9 @@ def timed_fit(run, X, y, step, cv):
     clock = Clock()
     undo = patch(clock, len(X))
     try:
-        start = time.perf_counter()
+        start = now()
         fitted = run(X, y, step, cv)
-        total = time.perf_counter() - start
+        total = now() - start
     finally:
         unpatch(undo)
     return fitted, total, clock
@@ -177,21 +185,26 @@ ORDER = ["fit", "read", "decompose: kernel (all rows)", "decompose: rank, fold",
 
 
 def table(results):
-    """Markdown table: one column pair (s, %) per selector."""
+    """Markdown table of CPU seconds: calls, s, % per selector (and the wall total)."""
     names = list(results)
-    head = "| part | " + " | ".join(f"{n} calls | {n} s | {n} %" for n in names) + " |"
+    head = ("| part | " + " | ".join(f"{n} calls | {n} CPU s | {n} %" for n in names)
+            + " |")
     lines = [head, "|---|" + "---|---|---|" * len(names)]
     categories = [c for c in ORDER if any(c in clock.seconds for _, clock in results.values())]
-    for category in categories + ["Python overhead (rest)", "total"]:
+    for category in categories + ["Python overhead (rest)", "total", "total (wall s)"]:
         cells = []
         for _, (total, clock) in results.items():
+            if category == "total (wall s)":
+                cells.append(f" | {total[0]:.2f} | ")
+                continue
             if category == "total":
-                seconds, calls = total, ""
+                seconds, calls = total[1], ""
             elif category.startswith("Python"):
-                seconds, calls = total - sum(clock.seconds.values()), ""
+                seconds, calls = total[1] - sum(v[1] for v in clock.seconds.values()), ""
             else:
-                seconds, calls = clock.seconds.get(category, 0.0), clock.calls.get(category, 0)
-            cells.append(f"{calls} | {seconds:.2f} | {100 * seconds / total:.0f}")
+                seconds = clock.seconds[category][1] if category in clock.seconds else 0.0
+                calls = clock.calls.get(category, 0)
+            cells.append(f"{calls} | {seconds:.2f} | {100 * seconds / total[1]:.0f}")
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -227,8 +240,10 @@ def main():
         load = os.getloadavg()[0]
         mine, t_ours, c_ours = timed_fit(ours, X, y, args.step, cv)
         sk, t_sk, c_sk = timed_fit(theirs, X, y, args.step, cv)
-        print(f"round {r + 1} (load {load:.2f}): ShapleyR2RFECV {t_ours:.2f} s, RFECV "
-              f"{t_sk:.2f} s, ours / RFECV {t_ours / t_sk:.2f}; fits {c_ours.calls['fit']} "
+        print(f"round {r + 1} (load {load:.2f}): ShapleyR2RFECV {t_ours[1]:.2f} CPU s "
+              f"({t_ours[0]:.2f} wall), RFECV {t_sk[1]:.2f} CPU s ({t_sk[0]:.2f} wall), "
+              f"ours / RFECV {t_ours[1] / t_sk[1]:.2f} CPU ({t_ours[0] / t_sk[0]:.2f} wall); "
+              f"fits {c_ours.calls['fit']} "
               f"vs {c_sk.calls['fit']}; counts scored {len(mine.cv_results_['n_features'])} "
               f"vs {len(sk.cv_results_['n_features'])}; chosen {mine.n_features_} "
               f"vs {sk.n_features_} features", flush=True)
