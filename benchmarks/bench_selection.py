@@ -13,6 +13,8 @@ Methods (none tuned per data set):
 - ``r2shap_mean``: ``ShapleyR2Importance(model)``, the default rule (share >= mean share);
 - ``r2shap_fdr``: ``ShapleyR2Importance(model, threshold="fdr", alpha=0.1)`` (cross-fitted shares, BH);
 - ``r2shap_rfecv_one_se`` / ``r2shap_rfecv_best``: ``ShapleyR2RFECV(model, selection_rule=...)``;
+- ``r2shap_rfecv_cf_one_se`` / ``_best``: the same with the ranking cross-fitted inside each
+  fold's training rows (``ranking_cv=--rfe-ranking-cv``, default 3);
 - ``sfm_gain``: scikit-learn ``SelectFromModel`` on LightGBM's gain importance (>= mean);
 - ``rfecv``: scikit-learn ``RFECV`` (gain importance, step=1, cv=5, scoring "r2" / "roc_auc");
 - ``perm_mean`` / ``perm_2sd``: ``permutation_importance`` (10 repeats) of a model fitted
@@ -59,7 +61,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-OURS = ["r2shap_mean", "r2shap_fdr", "r2shap_rfecv_one_se", "r2shap_rfecv_best"]
+OURS = ["r2shap_mean", "r2shap_fdr", "r2shap_rfecv_one_se", "r2shap_rfecv_best",
+        "r2shap_rfecv_cf_one_se", "r2shap_rfecv_cf_best"]
 SKLEARN = ["sfm_gain", "rfecv", "perm_mean", "perm_2sd"]
 PEERS = {  # runner -> the rules (methods) it reports
     "powershap": ["powershap"],
@@ -70,6 +73,7 @@ METHODS = OURS + SKLEARN + [m for rules in PEERS.values() for m in rules]
 # methods computed together (one selection time for all of them)
 GROUPS = {"r2shap_mean": ["r2shap_mean"], "r2shap_fdr": ["r2shap_fdr"],
           "r2shap_rfecv": ["r2shap_rfecv_one_se", "r2shap_rfecv_best"],
+          "r2shap_rfecv_cf": ["r2shap_rfecv_cf_one_se", "r2shap_rfecv_cf_best"],
           "sfm_gain": ["sfm_gain"], "rfecv": ["rfecv"], "perm": ["perm_mean", "perm_2sd"],
           **PEERS}
 DATASETS = ["friedman1", "classification", "copies", "interaction", "diabetes", "breast_cancer"]
@@ -94,6 +98,8 @@ def parse_args(argv=None):
     parser.add_argument("--rfe-step", type=float, default=1,
                         help="ShapleyR2RFECV's step (its default 1; a float in (0, 1) is a "
                              "fraction of the features, as in RFECV)")
+    parser.add_argument("--rfe-ranking-cv", type=int, default=3,
+                        help="ranking_cv of the r2shap_rfecv_cf methods (cross-fitted ranking)")
     parser.add_argument("--null-tasks", nargs="*", default=["regression", "classification"])
     parser.add_argument("--peer-venvs", default="/work/peer-venvs")
     parser.add_argument("--probatus-no-additivity-check", action="store_true",
@@ -203,7 +209,7 @@ def held_out_score(kept, X_train, y_train, X_test, y_test, task, seed, threads):
 
 # ---------------------------------------------------------------- methods
 
-def run_ours(group, X, y, task, seed, threads, step=1):
+def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3):
     import numpy as np
 
     import sklearn_r2shap
@@ -216,12 +222,13 @@ def run_ours(group, X, y, task, seed, threads, step=1):
                                                       n_jobs=threads)
     else:
         step = int(step) if step >= 1 else step
-        selector = sklearn_r2shap.ShapleyR2RFECV(model, step=step, selection_rule="one_se",
-                                                 n_jobs=threads)
+        selector = sklearn_r2shap.ShapleyR2RFECV(
+            model, step=step, selection_rule="one_se", n_jobs=threads,
+            ranking_cv=ranking_cv if group == "r2shap_rfecv_cf" else None)
     start = time.perf_counter()
     selector.fit(X, y)
     elapsed = time.perf_counter() - start
-    if group != "r2shap_rfecv":
+    if not group.startswith("r2shap_rfecv"):
         return {group: np.flatnonzero(selector.get_support()).tolist()}, elapsed, {}
     # "best" from the same cross-validated curves (the costly part, deterministic:
     # unshuffled folds, seeded model), then the elimination on all rows down to its
@@ -236,9 +243,10 @@ def run_ours(group, X, y, task, seed, threads, step=1):
                                                         "best")])
     _, _, last = selector._eliminate(X, y, None, count)
     extra = {"n_features_curve": results["n_features"].tolist(),
-             "mean_test_score": results["mean_test_score"].tolist(), "step": step}
-    return ({"r2shap_rfecv_one_se": np.flatnonzero(selector.support_).tolist(),
-             "r2shap_rfecv_best": sorted(int(j) for j in last)}, elapsed, extra)
+             "mean_test_score": results["mean_test_score"].tolist(), "step": step,
+             "ranking_cv": selector.ranking_cv}
+    return ({f"{group}_one_se": np.flatnonzero(selector.support_).tolist(),
+             f"{group}_best": sorted(int(j) for j in last)}, elapsed, extra)
 
 
 def run_sklearn(group, X, y, task, seed, threads):
@@ -307,7 +315,7 @@ def thread_env(threads):
 
 def run_group(group, X, y, task, seed, threads, args):
     if group in GROUPS and group.startswith("r2shap"):
-        return run_ours(group, X, y, task, seed, threads, args.rfe_step)
+        return run_ours(group, X, y, task, seed, threads, args.rfe_step, args.rfe_ranking_cv)
     if group in PEERS:
         return run_peer(group, X, y, task, seed, threads, args)
     return run_sklearn(group, X, y, task, seed, threads)

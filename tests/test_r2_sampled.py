@@ -268,6 +268,27 @@ def test_estimate_cost_routes_and_growth():
     assert estimate_cost(fewer, 100, n_jobs=1).exact_seconds < costs[1]
 
 
+def test_cost_counts_the_pair_tables_once_per_ensemble():
+    """_exact_parts keeps the last ensemble's counts (one cost estimate asks three
+    times): the same answer as counting, for that ensemble only, and no
+    reference that keeps the ensemble alive."""
+    import gc
+    import weakref
+
+    from sklearn_r2shap._execution import cost as _cost
+    from test_qshap_kernel import mixed_ensemble
+
+    first, _ = mixed_ensemble(0, zero_covers=False)
+    second, _ = mixed_ensemble(0, depths=(1, 2, 3, 6), zero_covers=False)
+    for ensemble in (first, first, second, first):
+        assert _cost._exact_parts(ensemble) == _cost._count_exact_parts(ensemble)
+    assert _cost._exact_parts(second) != _cost._exact_parts(first)
+    alive = weakref.ref(first)
+    del first, ensemble
+    gc.collect()
+    assert alive() is None
+
+
 def test_auto_chooses_by_budget():
     model, X, y, w, _, _ = case("random-forest")
     import warnings

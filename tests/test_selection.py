@@ -285,6 +285,69 @@ def test_same_features_as_sklearn_rfecv():
     assert ours.feature_importances_.shape == (3,)
 
 
+def _fold_elimination(model, X, y, train, test, step, stop=1):
+    """One fold's RFE as a plain loop: fit on the remaining features of the training
+    rows, rank by their in-sample shares (r2_decomposition), drop every feature with
+    a negative share (at least ``step``, never below ``stop``), else the ``step``
+    lowest (the later column first among equal shares); score each count by the
+    held-out R^2. Returns {count: (support mask, score)}."""
+    remaining, visited = list(range(X.shape[1])), {}
+    while True:
+        fitted = clone(model).fit(X[train][:, remaining], y[train])
+        support = np.zeros(X.shape[1], dtype=bool)
+        support[remaining] = True
+        visited[len(remaining)] = (support, fitted.score(X[test][:, remaining], y[test]))
+        if len(remaining) <= stop:
+            return visited
+        shares = r2_decomposition(fitted, X[train][:, remaining], y[train]).shares
+        order = np.argsort(-shares, kind="mergesort")
+        n_remove = min(max(int(np.sum(shares < 0)), step), len(remaining) - stop)
+        remaining = sorted(remaining[i] for i in order[:len(remaining) - n_remove])
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_cv_results_have_rfecv_keys_and_each_folds_elimination(step):
+    X, y = _data(3, n=200, signal=(1.0, 0.6, 0.3), n_noise=4)
+    model = DecisionTreeRegressor(max_depth=4, min_samples_leaf=5, random_state=0)
+    cv = KFold(3, shuffle=True, random_state=0)
+    ours = ShapleyR2RFECV(model, cv=cv, step=step, n_jobs=1).fit(X, y)
+    theirs = RFECV(model, cv=cv, step=step).fit(X, y)
+    results = ours.cv_results_
+    # scikit-learn's keys (split{k}_ranking / _support since 1.7), of the same shapes
+    assert set(theirs.cv_results_) <= set(results)
+    counts = results["n_features"]
+    for key, value in theirs.cv_results_.items():
+        assert np.shape(results[key])[1:] == np.shape(value)[1:], key
+        assert len(results[key]) == len(counts), key
+    np.testing.assert_allclose(results["mean_test_score"],
+                               np.mean([results[f"split{k}_test_score"] for k in range(3)],
+                                       axis=0), rtol=0, atol=1e-12)
+    # RFE's ranking convention, checked on scikit-learn's own cv_results_: 1 for the
+    # features at a count, 1 + the counts above it at which a feature was gone
+    for k in range(3):
+        support = theirs.cv_results_[f"split{k}_support"]
+        np.testing.assert_array_equal(theirs.cv_results_[f"split{k}_ranking"],
+                                      1 + np.cumsum(~support[::-1], axis=0)[::-1])
+    for k, (train, test) in enumerate(cv.split(X, y)):
+        support, ranking = results[f"split{k}_support"], results[f"split{k}_ranking"]
+        assert support.shape == ranking.shape == (len(counts), X.shape[1])
+        assert support.dtype == bool and np.issubdtype(ranking.dtype, np.integer)
+        np.testing.assert_array_equal(support.sum(axis=1), counts)
+        assert np.all(support[:-1] <= support[1:])  # nested
+        np.testing.assert_array_equal(ranking == 1, support)
+        np.testing.assert_array_equal(ranking, 1 + np.cumsum(~support[::-1], axis=0)[::-1])
+        assert np.all(ranking[-1] == 1) and ranking[0].max() == len(counts)
+        # the fold's own elimination, as a plain loop: the same subsets and scores at
+        # every count it visited
+        visited = _fold_elimination(model, X, y, train, test, step)
+        for c, count in enumerate(counts):
+            if count in visited:
+                want_support, want_score = visited[count]
+                np.testing.assert_array_equal(support[c], want_support)
+                np.testing.assert_allclose(results[f"split{k}_test_score"][c], want_score,
+                                           rtol=0, atol=1e-12)
+
+
 def test_one_se_picks_no_more_features_than_best():
     rng = np.random.default_rng(0)
     for _ in range(500):  # the rule on random curves

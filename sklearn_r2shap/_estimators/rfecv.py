@@ -59,6 +59,7 @@ class _Path:
     def __init__(self, n_features):
         self.counts, self.scores, self.subsets = [], [], []
         self.eliminated = []  # batches of removed features, each best first
+        self.scored_like = None  # the (score name, power) of its steps, once one is fitted
         self.n_features = n_features
 
     def order(self, last):
@@ -74,6 +75,23 @@ class _Path:
         for i, batch in enumerate(self.eliminated[::-1]):
             ranking[np.asarray(batch, dtype=np.intp)] = i + 2
         return ranking
+
+
+class _Scored:
+    """A step fitted only to be scored: its model, and the score name and Tweedie
+    power (``_loss_name``) of an earlier step of the same elimination (the same
+    model on the same rows' target: the same loss)."""
+
+    def __init__(self, model, loss_name):
+        self.estimator_ = model
+        self.score_name_, self.power = loss_name
+
+
+def _loss_name(step):
+    """(score name, Tweedie power or None) of a fitted step."""
+    if isinstance(step, _Scored):
+        return step.score_name_, step.power
+    return step.score_name_, step.decomposition_.power
 
 
 class ShapleyR2RFECV(BaseTreeSelector):
@@ -97,7 +115,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
     shares and an unattributed part; it is computed from the predictions
     (``r2_score``, ``d2_brier_score``, ``d2_log_loss_score``,
     ``d2_tweedie_score``), so a step costs one fit and one decomposition
-    (of the training rows, to rank) per fold.
+    (of the training rows, to rank) per fold; a fold's last count, and a
+    count it skipped, are only fitted and scored.
 
     Parameters
     ----------
@@ -193,13 +212,18 @@ class ShapleyR2RFECV(BaseTreeSelector):
     decomposition_ : R2Decomposition
         Their decomposition (with ``ranking_cv``: of the pooled held-out rows).
     cv_results_ : dict of ndarrays
-        ``n_features`` (ascending), ``mean_test_score``, ``std_test_score``
-        (ddof=0, as RFECV), ``split{k}_test_score`` and ``split{k}_support``
-        (the fold's features at each count). A count that a fold's
-        elimination skipped (several negative shares removed at once) is
-        scored on that fold with its best features by its own ranking. With
-        ``groups``, ``n_groups`` counts groups and ``split{k}_support`` masks
-        columns.
+        RFECV's keys, each row a count of features, ascending: ``n_features``,
+        ``mean_test_score``, ``std_test_score`` (ddof=0, as RFECV),
+        ``split{k}_test_score``, ``split{k}_support`` (shape (n_counts,
+        `n_features_in_`): the features of fold k's elimination at each
+        count) and ``split{k}_ranking`` (same shape: RFE's ranking at that
+        count, 1 for the fold's features, i + 1 for a feature removed i counts
+        above it), so that the folds' eliminations can be compared. A count
+        that a fold's elimination skipped (several negative shares removed at
+        once) is scored on that fold with its best features by its own
+        ranking. With ``groups``, ``n_groups`` counts groups and
+        ``split{k}_support`` / ``split{k}_ranking`` are per column (a group's
+        columns together).
     score_name_ : str
         What the scores are: "r2", "d2_brier", "d2_log_loss", "d2_tweedie"
         (``scoring=None``) or the scorer's name.
@@ -316,10 +340,25 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return np.zeros(0, dtype=np.intp)
         return np.sort(np.concatenate([self._members[u] for u in units]))
 
-    def _fit_step(self, X, y, weight, features):
+    def _fit_step(self, X, y, weight, features, scored_like=None):
         """ShapleyR2Importance fitted on the columns of the units ``features`` of
-        (X, y) (ascending); with groups, its shares are those of the groups."""
+        (X, y) (ascending); with groups, its shares are those of the groups.
+
+        ``scored_like``: the ``_loss_name`` of a step fitted before on the same
+        rows, which this one shares. Then only the model is fitted, for a
+        score on held-out rows where no ranking is needed (a fold's last step, a
+        count skipped by a batch of negative shares): no decomposition, and no
+        reading of the model (``_Scored``).
+        """
         columns = self._columns(features)
+        if scored_like is not None:
+            since = time.perf_counter()
+            model = self._importance()._fit_estimator(
+                _safe_indexing(X, columns, axis=1), y, weight)
+            self._step_line(f"fitted on {len(features)} "
+                            f"{'features' if self._members is None else 'groups'} "
+                            "(scored only)", since)
+            return _Scored(model, scored_like)
         groups = None
         if self._members is not None:  # the groups as players, in the order of `features`
             position = np.empty(self.n_features_in_, dtype=np.intp)
@@ -346,7 +385,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return float(r2_score(y, model.predict(X), sample_weight=weight))
         if step.score_name_ == "d2_tweedie":
             return float(d2_tweedie_score(y, model.predict(X), sample_weight=weight,
-                                                  power=step.decomposition_.power))
+                                          power=_loss_name(step)[1]))
         proba = model.predict_proba(X)
         if step.score_name_ == "d2_brier":
             if proba.shape[1] == 2:
@@ -367,13 +406,27 @@ class ShapleyR2RFECV(BaseTreeSelector):
     def _eliminate(self, X, y, weight, stop, held_out=None):
         """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
 
-        Returns the _Path and the last step's fitted ShapleyR2Importance.
+        Returns the _Path, the last step's fitted ShapleyR2Importance and its
+        features, best first. With ``held_out`` (a fold), the last step is only
+        fitted and scored (``_Scored``: nothing ranks it, as the skipped counts
+        above it take all its features), its features in column order, and the
+        path keeps the steps' ``_loss_name`` (``path.scored_like``) for the counts
+        the fold skipped.
         """
         n_units = self.n_features_in_ if self._members is None else len(self._members)
         path = _Path(n_units)
         features = np.arange(n_units)
+        fitted = None
         while True:
+            if held_out is not None and len(features) <= stop and fitted is not None:
+                fitted = self._fit_step(X, y, weight, features,
+                                        scored_like=path.scored_like)
+                path.counts.append(len(features))
+                path.scores.append(self._score(fitted, *held_out, features))
+                path.subsets.append(features.copy())
+                return path, fitted, features
             fitted = self._fit_step(X, y, weight, features)
+            path.scored_like = _loss_name(fitted)
             shares = np.asarray(fitted.feature_importances_)
             # best first; equal shares: the lower column first (RFE's stable order)
             best_first = np.argsort(-shares, kind="mergesort")
@@ -446,7 +499,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
                     scores[c, k], subset = visited[count]
                 else:  # skipped by a batch of negative shares: its best `count` features
                     subset = np.sort(order[:count])
-                    fitted = self._fit_step(*train_rows, subset)
+                    fitted = self._fit_step(*train_rows, subset, scored_like=path.scored_like)
                     scores[c, k] = self._score(fitted, *held_out, subset)
                 supports[k, c, self._columns(subset)] = True
         chosen = choose_n_features(counts, scores, self.selection_rule)
@@ -468,12 +521,17 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.feature_importances_ = np.asarray(final.feature_importances_)
         self.decomposition_ = final.decomposition_
         self.score_name_ = final.score_name_ if self.scoring is None else str(self.scoring)
+        # RFE's ranking at each count (scikit-learn's step_ranking_): 1 for the fold's
+        # features at that count, else 1 + the number of counts from it upwards at
+        # which the feature was already gone (the subsets are nested)
+        rankings = 1 + np.cumsum(~supports[:, ::-1], axis=1)[:, ::-1]
         self.cv_results_ = {
-            "n_features" if self._members is None else "n_groups": counts,
             "mean_test_score": scores.mean(axis=1),
             "std_test_score": scores.std(axis=1),
             **{f"split{k}_test_score": scores[:, k] for k in range(len(folds))},
+            **{f"split{k}_ranking": rankings[k] for k in range(len(folds))},
             **{f"split{k}_support": supports[k] for k in range(len(folds))},
+            "n_features" if self._members is None else "n_groups": counts,
         }
         return self
 

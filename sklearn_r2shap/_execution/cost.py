@@ -33,6 +33,7 @@ public module or an estimator.
 """
 import html
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,9 +144,25 @@ def format_seconds(seconds):
     return f"{seconds / 86400:.0f} days"
 
 
+#: The last ensemble's ``_exact_parts`` (a weak reference to it, and its parts):
+#: one cost estimate asks for them up to three times (``decomposition._choose``),
+#: and building the pair tables to count them is the costly part.
+_LAST_EXACT_PARTS = (lambda: None, None)
+
+
 def _exact_parts(ensemble):
     """Seconds of the exact kernel on one thread: per row, per block of rows
     (building the tables), and its operations per row."""
+    global _LAST_EXACT_PARTS
+    reference, parts = _LAST_EXACT_PARTS
+    if reference() is ensemble:
+        return parts
+    parts = _count_exact_parts(ensemble)
+    _LAST_EXACT_PARTS = (weakref.ref(ensemble), parts)
+    return parts
+
+
+def _count_exact_parts(ensemble):
     m_exact, _ = quadrature_sizes(ensemble)
     tables = _qshap._PairTables(ensemble, m_exact)
     by_pairs = tables.by_pairs.astype(bool)
