@@ -424,33 +424,10 @@ class TreeEnsemble:
         old_start = np.repeat(self.tree_start[:-1], n_out)
         offset = np.repeat(new_start[:-1] - old_start, block_size)
         source = np.arange(new_start[-1]) - offset
-
-        def moved(index):
-            index = index[source]
-            return np.where(index >= 0, index + offset, index).astype(np.int64)
-
         column = np.repeat(np.tile(outputs, n_trees), block_size)
-        value = np.ascontiguousarray(self.value[source, column][:, None])
-        return replace(
-            self,
-            children_left=moved(self.children_left),
-            children_right=moved(self.children_right),
-            default_child=moved(self.default_child),
-            feature=self.feature[source].copy(),
-            route_feature=None if self.route_feature is None else self.route_feature[source].copy(),
-            threshold=self.threshold[source].copy(),
-            decision_type=self.decision_type[source].copy(),
-            cat_start=self.cat_start[source].copy(),
-            cat_words=self.cat_words[source].copy(),
-            cover=self.cover[source].copy(),
-            cover_ratio=self.cover_ratio[source].copy(),
-            parent=moved(self.parent),
-            prev_same=moved(self.prev_same),
-            value=value,
-            tree_start=new_start,
-            tree_output=np.tile(outputs, n_trees).astype(np.int64),
-            info=dict(self.info),
-        )
+        return self._gathered(source, offset, new_start,
+                              value=np.ascontiguousarray(self.value[source, column][:, None]),
+                              tree_output=np.tile(outputs, n_trees).astype(np.int64))
 
     def single_output(self, output):
         """The single-output ensemble of output ``output``: f_output(x) alone.
@@ -487,6 +464,14 @@ class TreeEnsemble:
         new_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         source = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
         offset = np.repeat(new_start[:-1] - starts, sizes)
+        return self._gathered(source, offset, new_start,
+                              value=np.ascontiguousarray(self.value[source]),
+                              tree_output=self.tree_output[trees].copy())
+
+    def _gathered(self, source, offset, tree_start, **changes):
+        """A copy of nodes ``source`` (new node i is old node ``source[i]``, its
+        block moved by ``offset[i]``), trees starting at ``tree_start``; node
+        links renumbered, ``changes`` (the values, ``tree_output``) as given."""
 
         def moved(index):
             index = index[source]
@@ -507,10 +492,9 @@ class TreeEnsemble:
             cover_ratio=self.cover_ratio[source].copy(),
             parent=moved(self.parent),
             prev_same=moved(self.prev_same),
-            value=np.ascontiguousarray(self.value[source]),
-            tree_start=new_start,
-            tree_output=self.tree_output[trees].copy(),
+            tree_start=tree_start,
             info=dict(self.info),
+            **changes,
         )
 
 
