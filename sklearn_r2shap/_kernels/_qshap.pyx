@@ -45,7 +45,7 @@ from libc.string cimport memcpy
 
 from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, block_leaf_patterns
 from ._forest cimport (
-    Forest, forest_from, next_node,
+    Forest, Patterns, forest_from, patterns_from,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
@@ -797,7 +797,7 @@ class _PairTables:
     def __init__(self, ens, m=None):
         from ._semivalues import pattern_structure
 
-        structure = pattern_structure(ens)
+        self.structure = structure = pattern_structure(ens)
         self.node_slot = structure["node_slot"]
         self.leaf_node = structure["leaf_node"]
         self.dim = structure["leaf_dim"]
@@ -981,14 +981,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         if len(blocks) > 1:
             max_blocked_leaves = max(max_blocked_leaves, int(
                 tables.tree_leaf_start[t + 1] - tables.tree_leaf_start[t]))
-    cdef const int64_t[::1] node_slot = tables.node_slot
-    cdef const int64_t[::1] leaf_node = tables.leaf_node
-    cdef const int64_t[::1] dim = tables.dim
-    cdef const int64_t[::1] slot_start = tables.slot_start
-    cdef const int64_t[::1] feature = tables.feature
-    cdef const double[::1] ratio = tables.ratio
+    cdef Patterns pt = patterns_from(tables.structure)  # slots: a leaf's path features
     cdef const double[::1] rho = tables.rho
-    cdef const int64_t[::1] tree_leaf_start = tables.tree_leaf_start
     cdef const uint8_t[::1] by_pairs = tables.by_pairs
     cdef int64_t[::1] pair_start = np.zeros(max_block_pairs + 1, dtype=np.int64)
     cdef uint8_t[::1] bit1 = np.zeros(max(1, max_block_entries), dtype=np.uint8)
@@ -1044,10 +1038,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
             continue
         mt = tree_m[t]
         if by_pairs[t]:
-            ls = tree_leaf_start[t]
-            n_leaves = tree_leaf_start[t + 1] - ls
-            base = slot_start[ls]
-            leaf_slots = slot_start[ls + n_leaves] - base
+            ls = pt.tree_leaf_start[t]
+            n_leaves = pt.tree_leaf_start[t + 1] - ls
+            base = pt.fstart[ls]
+            leaf_slots = pt.fstart[ls + n_leaves] - base
             block, segment = plans[t]
             n_blocks = block.shape[0] - 1
             with nogil:
@@ -1057,12 +1051,12 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                     neg_inv_1mt[l] = -psi_table[l]
                 lt.alone = &psi_table[mt]
                 lt.kappa = &kappa_table[mt]
-                leaf_tables(&ratio[base], leaf_slots, &rule_points[mt - 1, 0],
+                leaf_tables(&pt.ratio[base], leaf_slots, &rule_points[mt - 1, 0],
                             &rule_weights[mt - 1, 0], mt, &lt)
         if by_pairs[t] and n_blocks == 1:
             with nogil:
-                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &dim[ls],
-                            &slot_start[ls], &feature[0], &ratio[0], &lt, mt, f.n_features,
+                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &pt.dim[ls],
+                            &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt, f.n_features,
                             &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0], &offset[0],
                             &psi_table[mt + leaf_slots * mt], &kappa_table[mt + leaf_slots * mt],
                             &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0], n_threads,
@@ -1076,10 +1070,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         continue
                     if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                         continue
-                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, &node_slot[0], &leaf_node[ls],
+                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
                                         n_leaves, rs.left_taken, rs.pattern, rs.leaf_pattern)
                     tree_square_pairs(
-                        n_leaves, &dim[ls], &slot_start[ls], &feature[base], &ratio[base],
+                        n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base], &pt.ratio[base],
                         &rho[ls], &lt, &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
                         &offset[0], &psi_table[0], &kappa_table[0], &rule_weights[mt - 1, 0],
                         &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
@@ -1120,10 +1114,11 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
                         at = (r - g0) * n_leaves
-                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, &node_slot[0], &leaf_node[ls],
-                                            n_leaves, rs.left_taken, rs.pattern, &own_pattern[at])
-                        leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
-                                      &ratio[base], &rho[ls], &lt, &own_pattern[at],
+                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, pt.node_slot,
+                                            &pt.leaf_node[ls], n_leaves, rs.left_taken,
+                                            rs.pattern, &own_pattern[at])
+                        leaf_products(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
+                                      &pt.ratio[base], &rho[ls], &lt, &own_pattern[at],
                                       &rule_weights[mt - 1, 0], mt, square_coef[r, t],
                                       &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
                     # Ctrl-C within a group (seconds of work on a large tree):
@@ -1135,8 +1130,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                             if interrupted(&stop):
                                 break
                             pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
-                                         segment[sg, 2], segment[sg, 4], &dim[ls],
-                                         &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
+                                         segment[sg, 2], segment[sg, 4], &pt.dim[ls],
+                                         &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt,
                                          own_slot_of, own_start + segment[sg, 3], own_bit1,
                                          own_bit2, own_feature, own_offset, own_psi + prefix,
                                          own_kappa + prefix, &rule_points[mt - 1, 0],
@@ -1156,7 +1151,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
                         at = (r - g0) * n_leaves
-                        leaf_credits(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
+                        leaf_credits(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
                                      &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
                                      &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
                                      &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])
