@@ -146,17 +146,14 @@ cdef inline int pattern_blocks(
 ) except -1:
     """``run(work, f, &tb)`` for every block of ``rows`` and every tree of
     ``tree_list`` (one-leaf trees only if ``stumps``), ``tb`` holding the
-    rows' patterns at the tree's leaves (none where ``p`` is NULL: the work
-    finds its own) and the thread's scratch. KeyboardInterrupt between
-    blocks, MemoryError for scratch."""
+    rows' patterns at the tree's leaves and the thread's scratch.
+    KeyboardInterrupt between blocks, MemoryError for scratch."""
     cdef int64_t n_rows = rows.shape[0]
     cdef int64_t stride = rows.shape[1]
     cdef int64_t n_trees = tree_list.shape[0]
     cdef const double* X = &rows[0, 0]
     cdef const int64_t* trees = &tree_list[0]
     cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t nodes = f.max_tree_nodes if p != NULL else 0
-    cdef int64_t entries = block * p.max_leaves if p != NULL else 0
     cdef int64_t ti, t, i0, i1
     cdef Py_ssize_t bi
     cdef uint8_t* left_taken
@@ -170,9 +167,9 @@ cdef inline int pattern_blocks(
         return 0
     with nogil, parallel(num_threads=n_threads):
         mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> take(&mem, nodes * sizeof(uint64_t))
-        leaf_pattern = <uint64_t*> take(&mem, entries * sizeof(uint64_t))
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> take(&mem, block * p.max_leaves * sizeof(uint64_t))
         scratch = take(&mem, scratch_bytes)
         scratch_ready(&stop, &mem)
         for bi in prange(n_blocks, schedule="dynamic"):
@@ -184,14 +181,12 @@ cdef inline int pattern_blocks(
                 t = trees[ti]
                 if not stumps and f.tree_start[t + 1] - f.tree_start[t] == 1:
                     continue
-                tb = TreeBlock(t=t, i0=i0, i1=i1, first_leaf=0, n_leaves=0,
+                tb = TreeBlock(t=t, i0=i0, i1=i1, first_leaf=p.tree_leaf_start[t],
+                               n_leaves=p.tree_leaf_start[t + 1] - p.tree_leaf_start[t],
                                leaf_pattern=leaf_pattern, scratch=scratch)
-                if p != NULL:
-                    tb.first_leaf = p.tree_leaf_start[t]
-                    tb.n_leaves = p.tree_leaf_start[t + 1] - tb.first_leaf
-                    block_leaf_patterns(f, t, X + i0 * stride, stride, i1 - i0, p.node_slot,
-                                        &p.leaf_node[tb.first_leaf], tb.n_leaves, left_taken,
-                                        pattern, leaf_pattern)
+                block_leaf_patterns(f, t, X + i0 * stride, stride, i1 - i0, p.node_slot,
+                                    &p.leaf_node[tb.first_leaf], tb.n_leaves, left_taken,
+                                    pattern, leaf_pattern)
                 run(work, f, &tb)
         buffers_free(&mem)
     interrupt_raise(&stop)

@@ -52,18 +52,21 @@ cdef Patterns patterns_from(object structure) except *:
     """Fill a Patterns with pointers into ``structure`` (pattern_structure's
     dict, which must outlive its use)."""
     cdef Patterns p
-    dim = structure["leaf_dim"]
-    tree_leaf_start = structure["tree_leaf_start"]
+    cdef int64_t k, n_trees = len(structure["tree_leaf_start"]) - 1
     p.node_slot = data[int64_t](structure["node_slot"])
     p.leaf_node = data[int64_t](structure["leaf_node"])
-    p.dim = data[int64_t](dim)
+    p.dim = data[int64_t](structure["leaf_dim"])
     p.fstart = data[int64_t](structure["leaf_feature_start"])
     p.feature = data[int64_t](structure["leaf_feature"])
     p.ratio = data[double](structure["leaf_ratio"])
     p.edge = data[int64_t](structure["leaf_edge"])
-    p.tree_leaf_start = data[int64_t](tree_leaf_start)
-    p.n_leaves = len(dim)
+    p.tree_leaf_start = data[int64_t](structure["tree_leaf_start"])
+    p.n_leaves = len(structure["leaf_dim"])
     p.n_entries = len(structure["leaf_feature"])
-    p.max_leaves = max(1, int(np.max(np.diff(tree_leaf_start), initial=0)))
-    p.max_dim = int(np.max(dim, initial=0))
+    p.max_leaves = 1
+    for k in range(n_trees):
+        p.max_leaves = max(p.max_leaves, p.tree_leaf_start[k + 1] - p.tree_leaf_start[k])
+    p.max_dim = 0
+    for k in range(p.n_leaves):
+        p.max_dim = max(p.max_dim, p.dim[k])
     return p

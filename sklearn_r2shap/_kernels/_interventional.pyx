@@ -122,9 +122,13 @@ cdef struct PatternColumns:
     int64_t n_columns
 
 
-cdef void columns_block(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil:
+cdef void columns_block(void* work, const Forest* forest,
+                        const TreeBlock* tree_block) noexcept nogil:
     """Copy the block's rows' patterns at the tree's leaves to their columns."""
-    cdef const PatternColumns* s = <const PatternColumns*> work
+    # local copies: their fields stay in registers (no store can change them)
+    cdef Forest f = forest[0]
+    cdef PatternColumns s = (<const PatternColumns*> work)[0]
+    cdef TreeBlock tb = tree_block[0]
     cdef int64_t i, lv
     for i in range(tb.i0, tb.i1):
         for lv in range(tb.n_leaves):
@@ -212,11 +216,15 @@ cdef struct DirectSums:
     Outputs out
 
 
-cdef void direct_row(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil:
+cdef void direct_row(void* work, const Forest* forest,
+                     const TreeBlock* tree_block) noexcept nogil:
     """Add the values of one row (a block of one) at the tree's leaves, from
     the leaves' distinct background patterns c with (a | c) all ones."""
-    cdef const DirectSums* s = <const DirectSums*> work
-    cdef const Patterns* p = &s.p
+    # local copies: their fields stay in registers (no store can change them)
+    cdef Forest f = forest[0]
+    cdef DirectSums s = (<const DirectSums*> work)[0]
+    cdef TreeBlock tb = tree_block[0]
+    cdef Patterns p = s.p
     cdef double* acc = <double*> tb.scratch  # per bit of a leaf (d <= 64)
     cdef int64_t W = f.n_values
     cdef int64_t i = tb.i0
@@ -287,10 +295,14 @@ cdef struct TableSums:
     Outputs out
 
 
-cdef void table_block(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil:
+cdef void table_block(void* work, const Forest* forest,
+                      const TreeBlock* tree_block) noexcept nogil:
     """Add, leaf by leaf, the table row T[a] of every row's pattern a times
     the leaf's value."""
-    cdef const TableSums* s = <const TableSums*> work
+    # local copies: their fields stay in registers (no store can change them)
+    cdef Forest f = forest[0]
+    cdef TableSums s = (<const TableSums*> work)[0]
+    cdef TreeBlock tb = tree_block[0]
     cdef int64_t W = f.n_values
     cdef int64_t i, lv, v, d, b, w
     cdef double value
@@ -393,9 +405,13 @@ cdef struct UnitSums:
     Outputs out
 
 
-cdef void unit_block(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil:
+cdef void unit_block(void* work, const Forest* forest,
+                     const TreeBlock* tree_block) noexcept nogil:
     """Add, unit by unit, the table row of every row's (pattern, right bit)."""
-    cdef const UnitSums* s = <const UnitSums*> work
+    # local copies: their fields stay in registers (no store can change them)
+    cdef Forest f = forest[0]
+    cdef UnitSums s = (<const UnitSums*> work)[0]
+    cdef TreeBlock tb = tree_block[0]
     cdef int64_t i, u, l1, l2, lv1, lv2, d, b, bit
     cdef uint64_t index
     cdef const double* row

@@ -20,10 +20,8 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 
-from ._common cimport (
-    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
-    scratch_ready, take, widest,
-)
+from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
+
 from ._forest cimport (
     Forest, Patterns, forest_from, patterns_from, path_factors, goes_left,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
@@ -677,88 +675,6 @@ cdef void sub_patterns(
                 left_taken[kk * SUB + r] = goes_left(f, k, X + r * stride)
 
 
-cdef struct UnitSums:
-    Patterns p
-    const int64_t* unit_leaf
-    const int64_t* unit_right
-    const int64_t* unit_slot
-    const int64_t* tree_unit_start
-    const double* tables
-    const int64_t* table_start  # by unit, -1 where not tabulated
-    bint scaled
-    const double* X
-    int64_t stride              # X's row stride
-    Outputs out
-    int64_t block
-    int64_t max_units           # most units of a tree
-
-
-cdef void unit_block(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil:
-    """1. every row's pattern (and right bit) at every unit: node by node for
-    SUB rows at a time (independent rows, no chain); 2. unit by unit, the
-    table row of every row's pattern."""
-    cdef const UnitSums* s = <const UnitSums*> work
-    cdef const Patterns* p = &s.p
-    cdef int64_t W = f.n_values
-    cdef int64_t t = tb.t
-    cdef int64_t start = f.tree_start[t]
-    cdef int64_t n_units = s.tree_unit_start[t + 1] - s.tree_unit_start[t]
-    # scratch: patterns and decisions per (node, SUB rows), offsets per (unit, row)
-    cdef uint32_t* pattern = <uint32_t*> tb.scratch
-    cdef uint32_t* unit_offset = pattern + f.max_tree_nodes * SUB
-    cdef uint8_t* left_taken = <uint8_t*> (unit_offset + s.block * s.max_units)
-    cdef int64_t i, u, v, rv, d, o, w, e, uu, r0, nr, r, a, c, bit, sb
-    cdef double value
-    cdef const double* table
-    cdef const double* row
-    cdef const int64_t* feat
-    cdef double* orow
-    for sb in range((tb.i1 - tb.i0 + SUB - 1) // SUB):
-        r0 = tb.i0 + sb * SUB
-        nr = min(<int64_t> SUB, tb.i1 - r0)
-        sub_patterns(f, t, s.X + r0 * s.stride, s.stride, nr, p.node_slot, left_taken, pattern)
-        for uu in range(n_units):
-            u = s.tree_unit_start[t] + uu
-            if s.table_start[u] < 0:  # left to the quadrature kernel
-                continue
-            v = s.unit_leaf[u]
-            rv = s.unit_right[u]
-            a = (p.leaf_node[v] - start) * SUB
-            if rv >= 0:
-                c = (p.leaf_node[rv] - start) * SUB
-                bit = s.unit_slot[u]
-                for r in range(nr):
-                    unit_offset[uu * s.block + (r0 - tb.i0) + r] = (
-                        (pattern[a + r] | (((pattern[c + r] >> bit) & 1) << p.dim[v]))
-                        * p.dim[v])
-            else:
-                for r in range(nr):
-                    unit_offset[uu * s.block + (r0 - tb.i0) + r] = pattern[a + r] * p.dim[v]
-    for uu in range(n_units):
-        u = s.tree_unit_start[t] + uu
-        if s.table_start[u] < 0:
-            continue
-        v = s.unit_leaf[u]
-        d = p.dim[v]
-        feat = &p.feature[p.fstart[v]]
-        table = &s.tables[s.table_start[u]]
-        if s.scaled:
-            o = f.tree_output[t]
-            for i in range(tb.i0, tb.i1):
-                row = table + unit_offset[uu * s.block + (i - tb.i0)]
-                orow = output_row(&s.out, i, o)
-                for e in range(d):
-                    orow[feat[e]] += row[e]
-        else:
-            for i in range(tb.i0, tb.i1):
-                row = table + unit_offset[uu * s.block + (i - tb.i0)]
-                for w in range(W):
-                    value = f.value[p.leaf_node[v] * W + w]
-                    orow = output_row(&s.out, i, w)
-                    for e in range(d):
-                        orow[feat[e]] += value * row[e]
-
-
 def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                        const int64_t[::1] trees, const double[::1] tables,
                        const int64_t[::1] table_start, bint scaled,
@@ -768,32 +684,106 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     ``table_start`` is indexed by unit (-1 where the unit is not tabulated:
     its leaves go to the quadrature kernel). ``scaled``: the tables hold
     value-weighted contributions (one output per tree), else unit-valued ones
-    of single leaves. Rows go in blocks (``pattern_block_rows``,
-    ``pattern_blocks``); in a block, tree by tree, first every row's pattern
-    at every unit, then unit by unit, so that a unit's table stays in cache.
+    of single leaves. Rows go in
+    blocks; in a block, tree by tree, first every row's pattern at every
+    unit, then unit by unit, so that a unit's table stays in cache.
     """
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
+    cdef Patterns ps = patterns_from(structure)
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
-    cdef UnitSums s
-    s.p = patterns_from(structure)
-    s.unit_leaf = &unit_leaf[0]
-    s.unit_right = &unit_right[0]
-    s.unit_slot = &unit_slot[0]
-    s.tree_unit_start = &tree_unit_start[0]
-    s.tables = &tables[0]
-    s.table_start = &table_start[0]
-    s.scaled = scaled
-    s.X = &X[0, 0]
-    s.stride = X.shape[1]
-    s.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
-    s.block = pattern_block_rows(X.shape[0], n_threads)
-    s.max_units = widest(&tree_unit_start[0], tree_unit_start.shape[0])
-    pattern_blocks(&f, NULL, X, trees, s.block, False,
-                   f.max_tree_nodes * SUB * (sizeof(uint32_t) + sizeof(uint8_t))
-                   + s.block * s.max_units * sizeof(uint32_t), unit_block, &s, n_threads)
+    cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t block = pattern_block_rows(X.shape[0], n_threads)
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t W = f.n_values
+    cdef int64_t max_units = widest(&tree_unit_start[0], tree_unit_start.shape[0])
+    cdef Py_ssize_t bi
+    cdef int64_t i, i0, i1, ti, t, start, n, u, v, rv, d, o, w, e, uu, n_units
+    cdef uint64_t A
+    cdef double value
+    cdef const double* table
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* orow
+    cdef uint8_t* left_taken
+    cdef uint32_t* pattern
+    cdef uint32_t* unit_offset
+    cdef int64_t r0, nr, r, a, c, s, sb
+    cdef Buffers mem
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or trees.shape[0] == 0:
+        return
+    with nogil, parallel(num_threads=n_threads):
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint8_t))
+        pattern = <uint32_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint32_t))
+        unit_offset = <uint32_t*> take(&mem, block * max_units * sizeof(uint32_t))
+        scratch_ready(&stop, &mem)
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(trees.shape[0]):
+                t = trees[ti]
+                start = f.tree_start[t]
+                n = f.tree_start[t + 1] - start
+                if n == 1:
+                    continue
+                n_units = tree_unit_start[t + 1] - tree_unit_start[t]
+                # 1. every row's pattern (and right bit) at every unit: node by
+                # node for SUB rows at a time (independent rows, no chain)
+                for sb in range((i1 - i0 + SUB - 1) // SUB):
+                    r0 = i0 + sb * SUB
+                    nr = min(<int64_t> SUB, i1 - r0)
+                    sub_patterns(&f, t, &X[r0, 0], X.shape[1], nr, ps.node_slot,
+                                 left_taken, pattern)
+                    for uu in range(n_units):
+                        u = tree_unit_start[t] + uu
+                        if table_start[u] < 0:  # left to the quadrature kernel
+                            continue
+                        v = unit_leaf[u]
+                        rv = unit_right[u]
+                        a = (ps.leaf_node[v] - start) * SUB
+                        if rv >= 0:
+                            c = (ps.leaf_node[rv] - start) * SUB
+                            s = unit_slot[u]
+                            for r in range(nr):
+                                unit_offset[uu * block + (r0 - i0) + r] = (
+                                    (pattern[a + r] | (((pattern[c + r] >> s) & 1) << ps.dim[v]))
+                                    * ps.dim[v])
+                        else:
+                            for r in range(nr):
+                                unit_offset[uu * block + (r0 - i0) + r] = (pattern[a + r]
+                                                                           * ps.dim[v])
+                # 2. unit by unit
+                for uu in range(n_units):
+                    u = tree_unit_start[t] + uu
+                    if table_start[u] < 0:
+                        continue
+                    v = unit_leaf[u]
+                    d = ps.dim[v]
+                    feat = &ps.feature[ps.fstart[v]]
+                    table = &tables[table_start[u]]
+                    if scaled:
+                        o = f.tree_output[t]
+                        for i in range(i0, i1):
+                            row = table + unit_offset[uu * block + (i - i0)]
+                            orow = &out[i, o, 0]
+                            for e in range(d):
+                                orow[feat[e]] += row[e]
+                    else:
+                        for i in range(i0, i1):
+                            row = table + unit_offset[uu * block + (i - i0)]
+                            for w in range(W):
+                                value = f.value[ps.leaf_node[v] * W + w]
+                                orow = &out[i, w, 0]
+                                for e in range(d):
+                                    orow[feat[e]] += value * row[e]
+        buffers_free(&mem)
+    interrupt_raise(&stop)
 
 
 # TreeGrad at any point z in [0, 1]^p (treegrad-ranker Algorithm 9), with the
