@@ -137,14 +137,16 @@ cdef struct TreeBlock:
     void* scratch                 # this thread's scratch_bytes
 
 
-ctypedef void (*BlockWork)(void* work, const Forest* f, const TreeBlock* tb) noexcept nogil
+# by value: the work's own copies, whose fields stay in registers (no store
+# through a pointer can change them)
+ctypedef void (*BlockWork)(void* work, Forest f, TreeBlock tb) noexcept nogil
 
 
 cdef inline int pattern_blocks(
     const Forest* f, const Patterns* p, const double[:, ::1] rows, const int64_t[::1] tree_list,
     int64_t block, bint stumps, size_t scratch_bytes, BlockWork run, void* work, int n_threads,
 ) except -1:
-    """``run(work, f, &tb)`` for every block of ``rows`` and every tree of
+    """``run(work, f[0], tb)`` for every block of ``rows`` and every tree of
     ``tree_list`` (one-leaf trees only if ``stumps``), ``tb`` holding the
     rows' patterns at the tree's leaves and the thread's scratch.
     KeyboardInterrupt between blocks, MemoryError for scratch."""
@@ -187,7 +189,7 @@ cdef inline int pattern_blocks(
                 block_leaf_patterns(f, t, X + i0 * stride, stride, i1 - i0, p.node_slot,
                                     &p.leaf_node[tb.first_leaf], tb.n_leaves, left_taken,
                                     pattern, leaf_pattern)
-                run(work, f, &tb)
+                run(work, f[0], tb)
         buffers_free(&mem)
     interrupt_raise(&stop)
     return 0

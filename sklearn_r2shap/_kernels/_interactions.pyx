@@ -191,13 +191,9 @@ cdef struct PatternSums:
     Outputs out                  # a row's (p + 1, p + 1) matrix per output
 
 
-cdef void pattern_block(void* work, const Forest* forest,
-                        const TreeBlock* tree_block) noexcept nogil:
+cdef void pattern_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Add every leaf's tabulated terms (I1, I2) at the block's rows' patterns."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef PatternSums s = (<const PatternSums*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef int64_t W = f.n_values
     cdef int64_t i, lv, v, d, w, n_packed
     cdef const double* table

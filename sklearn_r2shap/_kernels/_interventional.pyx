@@ -122,13 +122,9 @@ cdef struct PatternColumns:
     int64_t n_columns
 
 
-cdef void columns_block(void* work, const Forest* forest,
-                        const TreeBlock* tree_block) noexcept nogil:
+cdef void columns_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Copy the block's rows' patterns at the tree's leaves to their columns."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef PatternColumns s = (<const PatternColumns*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef int64_t i, lv
     for i in range(tb.i0, tb.i1):
         for lv in range(tb.n_leaves):
@@ -216,14 +212,10 @@ cdef struct DirectSums:
     Outputs out
 
 
-cdef void direct_row(void* work, const Forest* forest,
-                     const TreeBlock* tree_block) noexcept nogil:
+cdef void direct_row(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Add the values of one row (a block of one) at the tree's leaves, from
     the leaves' distinct background patterns c with (a | c) all ones."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef DirectSums s = (<const DirectSums*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef Patterns p = s.p
     cdef double* acc = <double*> tb.scratch  # per bit of a leaf (d <= 64)
     cdef int64_t W = f.n_values
@@ -295,14 +287,10 @@ cdef struct TableSums:
     Outputs out
 
 
-cdef void table_block(void* work, const Forest* forest,
-                      const TreeBlock* tree_block) noexcept nogil:
+cdef void table_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Add, leaf by leaf, the table row T[a] of every row's pattern a times
     the leaf's value."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef TableSums s = (<const TableSums*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef int64_t W = f.n_values
     cdef int64_t i, lv, v, d, b, w
     cdef double value
@@ -405,13 +393,9 @@ cdef struct UnitSums:
     Outputs out
 
 
-cdef void unit_block(void* work, const Forest* forest,
-                     const TreeBlock* tree_block) noexcept nogil:
+cdef void unit_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Add, unit by unit, the table row of every row's (pattern, right bit)."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef UnitSums s = (<const UnitSums*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef int64_t i, u, l1, l2, lv1, lv2, d, b, bit
     cdef uint64_t index
     cdef const double* row

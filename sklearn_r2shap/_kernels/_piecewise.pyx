@@ -545,14 +545,10 @@ cdef struct LinearSums:
     Outputs out
 
 
-cdef void linear_block(void* work, const Forest* forest,
-                       const TreeBlock* tree_block) noexcept nogil:
+cdef void linear_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     """Add, leaf by leaf, every row's table row: per slot, the first entry
     plus the dot product of the row's x_k with the slot's entries."""
-    # local copies: their fields stay in registers (no store can change them)
-    cdef Forest f = forest[0]
     cdef LinearSums s = (<const LinearSums*> work)[0]
-    cdef TreeBlock tb = tree_block[0]
     cdef double* acc = <double*> tb.scratch  # the row's multipliers x_k
     cdef int64_t o = f.tree_output[tb.t]
     cdef int64_t i, lv, v, dp, e, e0, ne, b
