@@ -320,6 +320,26 @@ def test_pair_table_blocks_give_the_same_values(seed, p, depths):
         np.testing.assert_array_equal(got, one)
 
 
+def test_row_groups_follow_the_threads_with_the_same_values():
+    """Trees of several blocks run by groups of rows, at least 4 per thread
+    (issue 31: 8 groups kept at most 8 of 16 threads busy); a row's terms do
+    not depend on its group, so 1, 2, 3 and 8 threads, with 113, 75 and 64
+    rows per group, give the same values to the bit."""
+    ens, _ = mixed_ensemble(0, p=5, depths=(6, 2, 4, 7), zero_covers=False)
+    rows = random_data(np.random.default_rng(7), 900, 5, nan_fraction=0.2)
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(len(rows), ens.n_trees))
+    b = rng.normal(size=(len(rows), ens.n_trees))
+    a[::11] = 0.0
+    points, weights = gauss_rule(ens.n_path_features)
+    assert [_qshap.group_rows(len(rows), n, 1, len(points)) for n in (1, 2, 3, 8)] == [
+        113, 113, 75, 64]
+    one = _qshap.r2_terms(ens, rows, a, b, points, weights, 1, block_bytes=500)
+    for n_threads in (2, 3, 8):
+        got = _qshap.r2_terms(ens, rows, a, b, points, weights, n_threads, block_bytes=500)
+        np.testing.assert_array_equal(got, one)
+
+
 def test_deep_lightgbm_trees_take_blocked_tables():
     """LightGBM trees of 255 leaves (min_child_samples=5): every tree takes
     the tables, in several blocks at the default size; forced small blocks,

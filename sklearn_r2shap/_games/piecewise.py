@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._kernels import _piecewise, _semivalues
+from .._kernels import _piecewise, _predict, _semivalues
 from .._model import TreeEnsemble
 from .._numerics import beta_quadrature
 from .._validation import check_row_weights, check_rows
@@ -103,7 +103,8 @@ def game_from_statistics(ensemble, start, feature, coef, fallback, cover, comple
     # grad of a leaf's term is a product of (dim - 1) factors linear in t
     degree = max(1, int(leaf_dim.max(initial=1))) - 1
     points, weights = beta_quadrature(1, 1, degree)
-    tree_means = _piecewise.root_means(ensemble, ratio, leaf_const)
+    tree_means = _predict.node_means(replace(ensemble, cover_ratio=ratio, value=leaf_const))[
+        ensemble.tree_start[:-1]]
     expected = np.asarray(ensemble.base_value, dtype=np.float64).copy()
     if ensemble.n_values == 1:
         np.add.at(expected, ensemble.tree_output, tree_means[:, 0])

@@ -1,6 +1,7 @@
 # The preamble the kernels share (doc/contributing.rst, "Blocks, threads and
-# identical results"): per-thread scratch space, and a block of rows'
-# patterns at a tree's leaves. Inline only: no module of its own.
+# identical results"): per-thread scratch space, a block of rows' patterns
+# at a tree's leaves, and the pattern tables' row loop. Inline only: no
+# module of its own.
 #
 # Per-thread scratch. Every kernel's parallel region reads
 #
@@ -22,7 +23,12 @@
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 
-from ._forest cimport Forest, Interrupt, interrupt_no_memory, row_patterns
+from cython.parallel cimport parallel, prange
+
+from ._forest cimport (
+    Forest, Interrupt, Patterns, interrupt_new, interrupt_no_memory, interrupt_raise, interrupted,
+    row_patterns,
+)
 
 cdef enum:
     MAX_BUFFERS = 16
@@ -102,36 +108,88 @@ cdef inline void block_leaf_patterns(
             leaf_pattern[r * n_leaves + lv] = pattern[leaf_node[lv] - start]
 
 
-# A block of rows' patterns at the leaves of one tree at a time (the pattern
-# tables' route: per tree, every row's pattern at every leaf, then leaf by
-# leaf so that a leaf's table stays in cache while the block's rows read it).
-cdef struct BlockPatterns:
-    uint8_t* left_taken      # per node (row_patterns)
-    uint64_t* pattern        # per node
-    uint64_t* leaf_pattern   # (rows of the block, leaves of the tree)
-    Buffers mem              # owns the arrays above
+# A kernel's results: (n_rows, n_outputs, width), C-contiguous (width: the
+# players, or (p + 1)^2 for interaction matrices).
+cdef struct Outputs:
+    double* data
+    int64_t n_outputs
+    int64_t width
 
 
-cdef inline BlockPatterns block_patterns_new(const Forest* f, int64_t block,
-                                             int64_t max_leaves) noexcept nogil:
-    cdef BlockPatterns bp
-    bp.mem = buffers_new()
-    bp.left_taken = <uint8_t*> take(&bp.mem, f.max_tree_nodes * sizeof(uint8_t))
-    bp.pattern = <uint64_t*> take(&bp.mem, f.max_tree_nodes * sizeof(uint64_t))
-    bp.leaf_pattern = <uint64_t*> take(&bp.mem, block * max_leaves * sizeof(uint64_t))
-    return bp
+cdef inline double* output_row(const Outputs* out, int64_t i, int64_t o) noexcept nogil:
+    """Row i's values of output o."""
+    return out.data + (i * out.n_outputs + o) * out.width
 
 
-cdef inline int64_t tree_block_patterns(
-    const Forest* f, int64_t t, const double* X, int64_t stride, int64_t i0, int64_t i1,
-    const int64_t* node_slot, const int64_t* leaf_node, const int64_t* tree_leaf_start,
-    BlockPatterns* bp,
-) noexcept nogil:
-    """Fill ``bp.leaf_pattern`` for rows ``i0:i1`` of ``X`` at the leaves of
-    tree ``t`` (``tree_leaf_start``, ``leaf_node``: the pattern structure's);
-    returns the tree's number of leaves."""
-    cdef int64_t first = tree_leaf_start[t]
-    cdef int64_t n_leaves = tree_leaf_start[t + 1] - first
-    block_leaf_patterns(f, t, X + i0 * stride, stride, i1 - i0, node_slot, &leaf_node[first],
-                        n_leaves, bp.left_taken, bp.pattern, bp.leaf_pattern)
-    return n_leaves
+# The pattern tables' row loop, written once: rows in blocks of ``block``, in
+# parallel; per block, tree by tree, every row's pattern at every leaf of the
+# tree (``block_leaf_patterns``), then a kernel's work on the block, which
+# reads the tree's tables leaf by leaf (or unit by unit) so that a table
+# stays in cache while the block's rows read it. A row adds its trees in
+# order, whatever the block size and the threads.
+cdef struct TreeBlock:
+    int64_t t                     # the tree
+    int64_t i0                    # its rows i0:i1
+    int64_t i1
+    int64_t first_leaf            # the pattern structure's index of the tree's leaf 0
+    int64_t n_leaves
+    const uint64_t* leaf_pattern  # row i's pattern at leaf lv: [(i - i0) n_leaves + lv]
+    void* scratch                 # this thread's scratch_bytes
+
+
+# by value: the work's own copies, whose fields stay in registers (no store
+# through a pointer can change them)
+ctypedef void (*BlockWork)(void* work, Forest f, TreeBlock tb) noexcept nogil
+
+
+cdef inline int pattern_blocks(
+    const Forest* f, const Patterns* p, const double[:, ::1] rows, const int64_t[::1] tree_list,
+    int64_t block, bint stumps, size_t scratch_bytes, BlockWork run, void* work, int n_threads,
+) except -1:
+    """``run(work, f[0], tb)`` for every block of ``rows`` and every tree of
+    ``tree_list`` (one-leaf trees only if ``stumps``), ``tb`` holding the
+    rows' patterns at the tree's leaves and the thread's scratch.
+    KeyboardInterrupt between blocks, MemoryError for scratch."""
+    cdef int64_t n_rows = rows.shape[0]
+    cdef int64_t stride = rows.shape[1]
+    cdef int64_t n_trees = tree_list.shape[0]
+    cdef const double* X = &rows[0, 0]
+    cdef const int64_t* trees = &tree_list[0]
+    cdef int64_t n_blocks = (n_rows + block - 1) // block
+    cdef int64_t ti, t, i0, i1
+    cdef Py_ssize_t bi
+    cdef uint8_t* left_taken
+    cdef uint64_t* pattern
+    cdef uint64_t* leaf_pattern
+    cdef void* scratch
+    cdef TreeBlock tb
+    cdef Buffers mem
+    cdef Interrupt stop = interrupt_new()
+    if n_rows == 0 or n_trees == 0:
+        return 0
+    with nogil, parallel(num_threads=n_threads):
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
+        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
+        leaf_pattern = <uint64_t*> take(&mem, block * p.max_leaves * sizeof(uint64_t))
+        scratch = take(&mem, scratch_bytes)
+        scratch_ready(&stop, &mem)
+        for bi in prange(n_blocks, schedule="dynamic"):
+            if interrupted(&stop):
+                continue
+            i0 = bi * block
+            i1 = min(i0 + block, n_rows)
+            for ti in range(n_trees):
+                t = trees[ti]
+                if not stumps and f.tree_start[t + 1] - f.tree_start[t] == 1:
+                    continue
+                tb = TreeBlock(t=t, i0=i0, i1=i1, first_leaf=p.tree_leaf_start[t],
+                               n_leaves=p.tree_leaf_start[t + 1] - p.tree_leaf_start[t],
+                               leaf_pattern=leaf_pattern, scratch=scratch)
+                block_leaf_patterns(f, t, X + i0 * stride, stride, i1 - i0, p.node_slot,
+                                    &p.leaf_node[tb.first_leaf], tb.n_leaves, left_taken,
+                                    pattern, leaf_pattern)
+                run(work, f[0], tb)
+        buffers_free(&mem)
+    interrupt_raise(&stop)
+    return 0

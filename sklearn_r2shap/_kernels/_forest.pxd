@@ -73,6 +73,28 @@ cdef struct Forest:
 cdef Forest forest_from(object ensemble) except *
 
 
+# A pattern structure (_semivalues.pattern_structure) seen from nogil
+# kernels: per leaf v of every tree (leaves by tree), its d_v distinct path
+# features in order of first appearance from the root (bit b of a row's
+# pattern at v), flat from fstart[v].
+cdef struct Patterns:
+    const int64_t* node_slot        # per node: the bit of its edge's feature (row_patterns)
+    const int64_t* leaf_node        # per leaf: its node (global index)
+    const int64_t* dim              # d_v
+    const int64_t* fstart           # where v's features start in feature, ratio, edge
+    const int64_t* feature
+    const double* ratio             # R: the product of the cover ratios of its edges
+    const int64_t* edge             # the node its deepest edge leads to (X is read there)
+    const int64_t* tree_leaf_start  # (n_trees + 1): tree t's leaves
+    int64_t n_leaves
+    int64_t n_entries               # features of all leaves (fstart[n_leaves])
+    int64_t max_leaves              # most leaves of a tree (at least 1)
+    int64_t max_dim                 # most d_v (0 without leaves)
+
+
+cdef Patterns patterns_from(object structure) except *
+
+
 cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) noexcept nogil:
     """The child of internal ``node`` that row ``x`` goes to."""
     cdef double v = x[f.route_feature[node]]
@@ -111,6 +133,26 @@ cdef inline bint goes_left(const Forest* f, int64_t node, const double* x) noexc
     if kind == DECISION_LT:
         return v < f.threshold[node]
     return next_node(f, node, x) == f.left[node]
+
+
+cdef inline int64_t leaf_of(const Forest* f, int64_t t, const double* x) noexcept nogil:
+    """The leaf (global index) of tree ``t`` that row ``x`` reaches."""
+    cdef int64_t node = f.tree_start[t]
+    while f.left[node] >= 0:
+        node = next_node(f, node, x)
+    return node
+
+
+cdef inline void add_leaf_value(const Forest* f, int64_t t, int64_t leaf,
+                                double* out) noexcept nogil:
+    """Add the value(s) of ``leaf`` of tree ``t`` to a row's outputs ``out``
+    (n_outputs,): one value to the tree's output, or one per output."""
+    cdef int64_t w
+    if f.n_values == 1:
+        out[f.tree_output[t]] += f.value[leaf]
+    else:
+        for w in range(f.n_values):
+            out[w] += f.value[leaf * f.n_values + w]
 
 
 cdef inline void path_factors(

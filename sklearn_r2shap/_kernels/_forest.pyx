@@ -1,50 +1,72 @@
-# Pointers into a TreeEnsemble's arrays for nogil kernels.
+# Pointers into a TreeEnsemble's arrays, and into a pattern structure's, for
+# nogil kernels.
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t
+
+ctypedef fused Element:
+    int64_t
+    double
+    uint8_t
+    uint32_t
+
+
+cdef const Element* data(const Element[::1] a) noexcept:
+    """The first element of ``a`` (a contiguous array of that type, which
+    must outlive the pointer's use)."""
+    return &a[0]
 
 
 cdef Forest forest_from(object ens) except *:
     """Fill a Forest with pointers into ``ens`` (which must outlive its use)."""
     cdef Forest f
-    cdef const int64_t[::1] left = ens.children_left
-    cdef const int64_t[::1] right = ens.children_right
-    cdef const int64_t[::1] default_child = ens.default_child
-    cdef const int64_t[::1] feature = ens.feature
-    # players other than the split features (feature groups): routing reads route_feature
-    cdef const int64_t[::1] route_feature = (ens.feature if ens.route_feature is None
-                                             else ens.route_feature)
-    cdef const double[::1] threshold = ens.threshold
-    cdef const uint8_t[::1] decision = ens.decision_type
-    cdef const int64_t[::1] cat_start = ens.cat_start
-    cdef const int64_t[::1] cat_words = ens.cat_words
-    cdef const uint32_t[::1] cat_bits = ens.cat_bitsets
-    cdef const double[::1] ratio = ens.cover_ratio
-    cdef const int64_t[::1] parent = ens.parent
-    cdef const int64_t[::1] prev_same = ens.prev_same
     cdef const double[:, ::1] value = ens.value
-    cdef const int64_t[::1] tree_start = ens.tree_start
-    cdef const int64_t[::1] tree_output = ens.tree_output
-    f.left = &left[0]
-    f.right = &right[0]
-    f.default_child = &default_child[0]
-    f.feature = &feature[0]
-    f.route_feature = &route_feature[0]
-    f.threshold = &threshold[0]
-    f.decision = &decision[0]
-    f.cat_start = &cat_start[0]
-    f.cat_words = &cat_words[0]
-    f.cat_bits = &cat_bits[0]
-    f.ratio = &ratio[0]
-    f.parent = &parent[0]
-    f.prev_same = &prev_same[0]
+    f.left = data[int64_t](ens.children_left)
+    f.right = data[int64_t](ens.children_right)
+    f.default_child = data[int64_t](ens.default_child)
+    f.feature = data[int64_t](ens.feature)
+    # players other than the split features (feature groups): routing reads route_feature
+    f.route_feature = data[int64_t](ens.feature if ens.route_feature is None
+                                    else ens.route_feature)
+    f.threshold = data[double](ens.threshold)
+    f.decision = data[uint8_t](ens.decision_type)
+    f.cat_start = data[int64_t](ens.cat_start)
+    f.cat_words = data[int64_t](ens.cat_words)
+    f.cat_bits = data[uint32_t](ens.cat_bitsets)
+    f.ratio = data[double](ens.cover_ratio)
+    f.parent = data[int64_t](ens.parent)
+    f.prev_same = data[int64_t](ens.prev_same)
     f.value = &value[0, 0]
-    f.tree_start = &tree_start[0]
-    f.tree_output = &tree_output[0]
-    f.n_trees = tree_start.shape[0] - 1
-    f.n_nodes = feature.shape[0]
+    f.tree_start = data[int64_t](ens.tree_start)
+    f.tree_output = data[int64_t](ens.tree_output)
+    f.n_trees = len(ens.tree_start) - 1
+    f.n_nodes = len(ens.feature)
     f.n_values = value.shape[1]
     f.n_outputs = ens.n_outputs
     f.n_features = ens.n_features
     f.max_tree_nodes = int(np.max(np.diff(ens.tree_start)))
     return f
+
+
+cdef Patterns patterns_from(object structure) except *:
+    """Fill a Patterns with pointers into ``structure`` (pattern_structure's
+    dict, which must outlive its use)."""
+    cdef Patterns p
+    cdef int64_t k, n_trees = len(structure["tree_leaf_start"]) - 1
+    p.node_slot = data[int64_t](structure["node_slot"])
+    p.leaf_node = data[int64_t](structure["leaf_node"])
+    p.dim = data[int64_t](structure["leaf_dim"])
+    p.fstart = data[int64_t](structure["leaf_feature_start"])
+    p.feature = data[int64_t](structure["leaf_feature"])
+    p.ratio = data[double](structure["leaf_ratio"])
+    p.edge = data[int64_t](structure["leaf_edge"])
+    p.tree_leaf_start = data[int64_t](structure["tree_leaf_start"])
+    p.n_leaves = len(structure["leaf_dim"])
+    p.n_entries = len(structure["leaf_feature"])
+    p.max_leaves = 1
+    for k in range(n_trees):
+        p.max_leaves = max(p.max_leaves, p.tree_leaf_start[k + 1] - p.tree_leaf_start[k])
+    p.max_dim = 0
+    for k in range(p.n_leaves):
+        p.max_dim = max(p.max_dim, p.dim[k])
+    return p

@@ -40,11 +40,11 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from ._common cimport (
-    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
-    tree_block_patterns, widest,
+    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
+    scratch_ready, take,
 )
 from ._forest cimport (
-    Forest, forest_from, path_factors,
+    Forest, Patterns, forest_from, patterns_from, path_factors,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -112,23 +112,22 @@ def packed_offsets(structure, int64_t width):
     """Where each packed number of a leaf goes in a row's (width, width)
     matrix: the diagonal at [j, j], a pair of (distinct) path features at
     [min, max]. Returns (offsets, start) with leaf v's from start[v]."""
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    n_packed = np.asarray(dim) * (np.asarray(dim) + 1) // 2
+    cdef Patterns p = patterns_from(structure)
+    dim = structure["leaf_dim"]
+    n_packed = dim * (dim + 1) // 2
     start_np = np.concatenate([[0], np.cumsum(n_packed)]).astype(np.int64)
     cdef const int64_t[::1] start = start_np
     cdef int64_t[::1] offsets = np.zeros(int(start_np[len(start_np) - 1]), dtype=np.int64)
     cdef int64_t v, a, b, ja, jb, idx
     with nogil:
-        for v in range(dim.shape[0]):
+        for v in range(p.n_leaves):
             idx = start[v]
-            for a in range(dim[v]):
-                ja = feature[fstart[v] + a]
+            for a in range(p.dim[v]):
+                ja = p.feature[p.fstart[v] + a]
                 offsets[idx] = ja * width + ja
                 idx += 1
-                for b in range(a + 1, dim[v]):
-                    jb = feature[fstart[v] + b]
+                for b in range(a + 1, p.dim[v]):
+                    jb = p.feature[p.fstart[v] + b]
                     offsets[idx] = ja * width + jb if ja < jb else jb * width + ja
                     idx += 1
     return np.asarray(offsets), start_np
@@ -145,12 +144,10 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
     from ``table_start[i]``. The rule of a leaf with d features is
     ``points[rule_start[d]:rule_start[d + 1]]``.
     """
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_leaves = leaves.shape[0]
     cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
-    cdef int64_t max_dim = int(np.max(np.asarray(dim)[np.asarray(leaves)], initial=0))
+    cdef int64_t max_dim = int(np.max(structure["leaf_dim"][np.asarray(leaves)], initial=0))
     cdef Py_ssize_t i
     cdef int64_t v, d, A, b, c, n_packed, r0
     cdef double* follow
@@ -169,20 +166,53 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
             if interrupted(&stop):
                 continue
             v = leaves[i]
-            d = dim[v]
+            d = p.dim[v]
             n_packed = d * (d + 1) // 2
             r0 = rule_start[d]
             for A in range(1 << d):
                 for b in range(d):
                     follow[b] = <double> ((A >> b) & 1)
                 row = &tables[table_start[i] + A * n_packed]
-                leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
+                leaf_terms(d, &p.ratio[p.fstart[v]], follow, &points[r0], &weights[r0],
                            rule_start[d + 1] - r0, factor, row)
                 for c in range(n_packed):
                     row[c] = row[c] * scale[i]
         buffers_free(&mem)
     interrupt_raise(&stop)
     return np.asarray(tables)
+
+
+cdef struct PatternSums:
+    Patterns p
+    const double* tables
+    const int64_t* table_start   # by leaf
+    const int64_t* offsets
+    const int64_t* offset_start  # by leaf
+    Outputs out                  # a row's (p + 1, p + 1) matrix per output
+
+
+cdef void pattern_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Add every leaf's tabulated terms (I1, I2) at the block's rows' patterns."""
+    cdef PatternSums s = (<const PatternSums*> work)[0]
+    cdef int64_t W = f.n_values
+    cdef int64_t i, lv, v, d, w, n_packed
+    cdef const double* table
+    for lv in range(tb.n_leaves):
+        v = tb.first_leaf + lv
+        d = s.p.dim[v]
+        if d == 0:
+            continue
+        n_packed = d * (d + 1) // 2
+        for i in range(tb.i0, tb.i1):
+            table = &s.tables[s.table_start[v]
+                              + tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv] * n_packed]
+            if W == 1:
+                add_leaf_unit(n_packed, &s.offsets[s.offset_start[v]], table,
+                              output_row(&s.out, i, f.tree_output[tb.t]))
+            else:
+                for w in range(W):
+                    add_leaf(n_packed, &s.offsets[s.offset_start[v]], table,
+                             f.value[s.p.leaf_node[v] * W + w], output_row(&s.out, i, w))
 
 
 def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
@@ -195,62 +225,17 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
     and ``offset_start`` are ``packed_offsets``'. With one value
     per leaf (``n_values == 1``) the tables hold the leaf value already;
     otherwise they are of unit value and each output's value multiplies them.
-    Rows go in blocks of ``block``: per tree, every row's pattern at every
-    leaf, then leaf by leaf (its table stays in cache for the block).
+    Rows go in blocks of ``block`` (``pattern_blocks``).
     """
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t W = f.n_values
-    cdef int64_t width = out.shape[3]
-    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
-    cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, n, lv, v, d, o, w, n_packed, n_leaves
-    cdef const double* table
-    cdef BlockPatterns bp
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
-        return
-    with nogil, parallel(num_threads=n_threads):
-        bp = block_patterns_new(&f, block, max_leaves)
-        scratch_ready(&stop, &bp.mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            i0 = bi * block
-            i1 = min(i0 + block, n_rows)
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                n = f.tree_start[t + 1] - start
-                if n == 1:
-                    continue
-                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
-                                              &leaf_node[0], &tree_leaf_start[0], &bp)
-                for lv in range(n_leaves):
-                    v = tree_leaf_start[t] + lv
-                    d = dim[v]
-                    if d == 0:
-                        continue
-                    n_packed = d * (d + 1) // 2
-                    for i in range(i0, i1):
-                        table = &tables[table_start[v]
-                                        + bp.leaf_pattern[(i - i0) * n_leaves + lv] * n_packed]
-                        if W == 1:
-                            add_leaf_unit(n_packed, &offsets[offset_start[v]], table,
-                                          &out[i, f.tree_output[t], 0, 0])
-                        else:
-                            for w in range(W):
-                                add_leaf(n_packed, &offsets[offset_start[v]], table,
-                                         f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
-        buffers_free(&bp.mem)
-    interrupt_raise(&stop)
+    cdef PatternSums s
+    s.p = patterns_from(structure)
+    s.tables = &tables[0]
+    s.table_start = &table_start[0]
+    s.offsets = &offsets[0]
+    s.offset_start = &offset_start[0]
+    s.out = Outputs(&out[0, 0, 0, 0], out.shape[1], out.shape[2] * out.shape[3])
+    pattern_blocks(&f, &s.p, X, trees, block, False, 0, pattern_block, &s, n_threads)
 
 
 def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
@@ -261,14 +246,8 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     computed per row from its own X (the per-row route; any number of
     features on a path)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
-    cdef const int64_t[::1] edge = structure["leaf_edge"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef int64_t max_dim = int(np.max(structure["leaf_dim"], initial=0))
+    cdef Patterns p = patterns_from(structure)
+    cdef int64_t max_dim = p.max_dim
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t W = f.n_values
     cdef int64_t width = out.shape[3]
@@ -303,23 +282,23 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
                 if n == 1:
                     continue
                 path_factors(&f, t, &X[i, 0], left_taken, ratio_prod, follow_prod)
-                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-                    d = dim[v]
+                for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
+                    d = p.dim[v]
                     if d == 0:
                         continue
                     for b in range(d):  # X at the feature's deepest edge on the path
-                        follow[b] = follow_prod[edge[fstart[v] + b] - start]
+                        follow[b] = follow_prod[p.edge[p.fstart[v] + b] - start]
                     r0 = rule_start[d]
-                    leaf_terms(d, &ratio[fstart[v]], follow, &points[r0], &weights[r0],
+                    leaf_terms(d, &p.ratio[p.fstart[v]], follow, &points[r0], &weights[r0],
                                rule_start[d + 1] - r0, factor, terms)
                     n_packed = d * (d + 1) // 2
                     if W == 1:
                         add_leaf(n_packed, &offsets[offset_start[v]], terms,
-                                 f.value[leaf_node[v]], &out[i, f.tree_output[t], 0, 0])
+                                 f.value[p.leaf_node[v]], &out[i, f.tree_output[t], 0, 0])
                     else:
                         for w in range(W):
                             add_leaf(n_packed, &offsets[offset_start[v]], terms,
-                                     f.value[leaf_node[v] * W + w], &out[i, w, 0, 0])
+                                     f.value[p.leaf_node[v] * W + w], &out[i, w, 0, 0])
         buffers_free(&mem)
     interrupt_raise(&stop)
 

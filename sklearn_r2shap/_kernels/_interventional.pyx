@@ -46,11 +46,11 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from ._common cimport (
-    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
-    tree_block_patterns, widest,
+    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
+    scratch_ready, take,
 )
 from ._forest cimport (
-    Forest, forest_from, row_patterns,
+    Forest, Patterns, forest_from, patterns_from, row_patterns,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -79,9 +79,7 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
     order, so the counts do not depend on the thread count.
     """
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_hist = 0
     cdef int64_t n_bg = B.shape[0]
     cdef Py_ssize_t ti
@@ -92,8 +90,8 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
     cdef Interrupt stop = interrupt_new()
     for ti in range(trees.shape[0]):
         t = trees[ti]
-        for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-            n_hist = max(n_hist, hist_start[v] + (1 << structure["leaf_dim"][v]))
+        for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
+            n_hist = max(n_hist, hist_start[v] + (1 << p.dim[v]))
     cdef double[::1] hist = np.zeros(n_hist)
     if n_bg == 0 or trees.shape[0] == 0:
         return np.asarray(hist)
@@ -110,49 +108,38 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
             if f.tree_start[t + 1] - start == 1:
                 continue
             for i in range(n_bg):
-                row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
-                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-                    hist[hist_start[v] + pattern[leaf_node[v] - start]] += 1.0
+                row_patterns(&f, t, &B[i, 0], p.node_slot, left_taken, pattern)
+                for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
+                    hist[hist_start[v] + pattern[p.leaf_node[v] - start]] += 1.0
         buffers_free(&mem)
     interrupt_raise(&stop)
     return np.asarray(hist)
+
+
+cdef struct PatternColumns:
+    const int64_t* column   # by leaf
+    uint64_t* out           # (rows, n_columns)
+    int64_t n_columns
+
+
+cdef void columns_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Copy the block's rows' patterns at the tree's leaves to their columns."""
+    cdef PatternColumns s = (<const PatternColumns*> work)[0]
+    cdef int64_t i, lv
+    for i in range(tb.i0, tb.i1):
+        for lv in range(tb.n_leaves):
+            s.out[i * s.n_columns + s.column[tb.first_leaf + lv]] = (
+                tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv])
 
 
 def background_patterns(ens, structure, const double[:, ::1] B, const int64_t[::1] trees,
                         const int64_t[::1] column, int64_t n_columns, int n_threads):
     """P[i, column[v]]: background row i's pattern at leaf v (leaves of ``trees``)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef int64_t n_bg = B.shape[0]
-    cdef uint64_t[:, ::1] out = np.zeros((n_bg, n_columns), dtype=np.uint64)
-    cdef Py_ssize_t i
-    cdef int64_t ti, t, start, v
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    if n_bg == 0 or trees.shape[0] == 0:
-        return np.asarray(out)
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
-        scratch_ready(&stop, &mem)
-        for i in prange(n_bg, schedule="static"):
-            if interrupted(&stop):
-                continue
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                if f.tree_start[t + 1] - start == 1:
-                    continue
-                row_patterns(&f, t, &B[i, 0], &node_slot[0], left_taken, pattern)
-                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-                    out[i, column[v]] = pattern[leaf_node[v] - start]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    cdef Patterns p = patterns_from(structure)
+    cdef uint64_t[:, ::1] out = np.zeros((B.shape[0], n_columns), dtype=np.uint64)
+    cdef PatternColumns s = PatternColumns(&column[0], &out[0, 0], n_columns)
+    pattern_blocks(&f, &p, B, trees, 1, False, 0, columns_block, &s, n_threads)
     return np.asarray(out)
 
 
@@ -166,7 +153,7 @@ def interventional_tables(structure, const int64_t[::1] leaves, const double[::1
     ``table_start[r]`` is where leaf ``leaves[r]``'s 2^d x d block starts;
     ``hist_start`` (by structure leaf index) where its histogram does.
     """
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_leaves = leaves.shape[0]
     cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
     cdef Py_ssize_t r
@@ -180,7 +167,7 @@ def interventional_tables(structure, const int64_t[::1] leaves, const double[::1
         if interrupted(&stop):
             continue
         v = leaves[r]
-        d = dim[v]
+        d = p.dim[v]
         full = full_mask(d)
         h = &hist[hist_start[v]]
         for a in range(<uint64_t> 1 << d):
@@ -213,6 +200,70 @@ def interventional_tables(structure, const int64_t[::1] leaves, const double[::1
     return np.asarray(tables)
 
 
+cdef struct DirectSums:
+    Patterns p
+    const int64_t* pattern_start  # by leaf
+    const uint64_t* patterns
+    const double* counts
+    const double* w_plus          # (k, m) rows of w_stride
+    const double* w_minus
+    int64_t w_stride
+    double scale
+    Outputs out
+
+
+cdef void direct_row(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Add the values of one row (a block of one) at the tree's leaves, from
+    the leaves' distinct background patterns c with (a | c) all ones."""
+    cdef DirectSums s = (<const DirectSums*> work)[0]
+    cdef Patterns p = s.p
+    cdef double* acc = <double*> tb.scratch  # per bit of a leaf (d <= 64)
+    cdef int64_t W = f.n_values
+    cdef int64_t i = tb.i0
+    cdef int64_t lv, v, d, e, na, nb, k, b, w, q
+    cdef uint64_t a, c, full, bits
+    cdef double wp, minus, value
+    cdef double* target
+    for lv in range(tb.n_leaves):
+        v = tb.first_leaf + lv
+        d = p.dim[v]
+        full = full_mask(d)
+        a = tb.leaf_pattern[lv]
+        na = popcount(a)
+        nb = d - na
+        for b in range(d):
+            acc[b] = 0.0
+        minus = 0.0
+        for q in range(s.pattern_start[v], s.pattern_start[v + 1]):
+            c = s.patterns[q]
+            if (a | c) != full:
+                continue
+            bits = full & ~c  # A (inside a)
+            k = popcount(bits)
+            if k > 0:
+                wp = s.counts[q] * s.w_plus[k * s.w_stride + nb]
+                for b in range(d):
+                    if (bits >> b) & 1:
+                        acc[b] = acc[b] + wp
+            if nb > 0:
+                minus = minus + s.counts[q] * s.w_minus[k * s.w_stride + nb]
+        for b in range(d):
+            if not ((a >> b) & 1):
+                acc[b] = acc[b] - minus
+        e = p.fstart[v]
+        if W == 1:
+            value = f.value[p.leaf_node[v]] * s.scale
+            target = output_row(&s.out, i, f.tree_output[tb.t])
+            for b in range(d):
+                target[p.feature[e + b]] += value * acc[b]
+        else:
+            for w in range(W):
+                value = f.value[p.leaf_node[v] * W + w] * s.scale
+                target = output_row(&s.out, i, w)
+                for b in range(d):
+                    target[p.feature[e + b]] += value * acc[b]
+
+
 def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                       const int64_t[::1] pattern_start, const uint64_t[::1] patterns,
                       const double[::1] counts,
@@ -223,78 +274,43 @@ def direct_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1]
     ``patterns[pattern_start[v]:pattern_start[v + 1]]`` (with their ``counts``;
     ``pattern_start`` indexed by the structure's leaf index)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef DirectSums s = DirectSums(
+        patterns_from(structure), &pattern_start[0], &patterns[0], &counts[0], &w_plus[0, 0],
+        &w_minus[0, 0], w_plus.shape[1], scale, Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
+    pattern_blocks(&f, &s.p, X, trees, 1, False, 64 * sizeof(double), direct_row, &s, n_threads)
+
+
+cdef struct TableSums:
+    Patterns p
+    const double* tables
+    const int64_t* table_start  # by leaf
+    Outputs out
+
+
+cdef void table_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Add, leaf by leaf, the table row T[a] of every row's pattern a times
+    the leaf's value."""
+    cdef TableSums s = (<const TableSums*> work)[0]
     cdef int64_t W = f.n_values
-    cdef Py_ssize_t i
-    cdef int64_t ti, t, start, v, d, e, na, nb, k, b, w, o, q
-    cdef uint64_t a, c, full, bits
-    cdef double wp, minus, value
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef double* acc
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
-        return
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
-        acc = <double*> take(&mem, 64 * sizeof(double))
-        scratch_ready(&stop, &mem)
-        for i in prange(n_rows, schedule="dynamic"):
-            if interrupted(&stop):
+    cdef int64_t i, lv, v, d, b, w
+    cdef double value
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* target
+    for lv in range(tb.n_leaves):
+        v = tb.first_leaf + lv
+        d = s.p.dim[v]
+        feat = &s.p.feature[s.p.fstart[v]]
+        for w in range(W):
+            value = f.value[s.p.leaf_node[v] * W + w]
+            if value == 0.0:
                 continue
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                if f.tree_start[t + 1] - start == 1:
-                    continue
-                row_patterns(&f, t, &X[i, 0], &node_slot[0], left_taken, pattern)
-                for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-                    d = dim[v]
-                    full = full_mask(d)
-                    a = pattern[leaf_node[v] - start]
-                    na = popcount(a)
-                    nb = d - na
-                    for b in range(d):
-                        acc[b] = 0.0
-                    minus = 0.0
-                    for q in range(pattern_start[v], pattern_start[v + 1]):
-                        c = patterns[q]
-                        if (a | c) != full:
-                            continue
-                        bits = full & ~c  # A (inside a)
-                        k = popcount(bits)
-                        if k > 0:
-                            wp = counts[q] * w_plus[k, nb]
-                            for b in range(d):
-                                if (bits >> b) & 1:
-                                    acc[b] = acc[b] + wp
-                        if nb > 0:
-                            minus = minus + counts[q] * w_minus[k, nb]
-                    for b in range(d):
-                        if not ((a >> b) & 1):
-                            acc[b] = acc[b] - minus
-                    e = fstart[v]
-                    if W == 1:
-                        value = f.value[leaf_node[v]] * scale
-                        o = f.tree_output[t]
-                        for b in range(d):
-                            out[i, o, feature[e + b]] += value * acc[b]
-                    else:
-                        for w in range(W):
-                            value = f.value[leaf_node[v] * W + w] * scale
-                            for b in range(d):
-                                out[i, w, feature[e + b]] += value * acc[b]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+            for i in range(tb.i0, tb.i1):
+                row = &s.tables[s.table_start[v]
+                                + tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv] * d]
+                target = output_row(&s.out, i, f.tree_output[tb.t] if W == 1 else w)
+                for b in range(d):
+                    target[feat[b]] += value * row[b]
 
 
 def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
@@ -303,64 +319,14 @@ def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     """Add the tabulated values of ``trees`` to ``out`` (n_rows, n_outputs, p):
     every row reads, at every leaf, the table row of its pattern (times the
     leaf's value). ``table_start`` is indexed by the structure's leaf index.
-    Rows in blocks, and within a block leaf by leaf, so that a leaf's table
-    stays in cache; each row adds its trees in order (no dependence on the
-    thread count)."""
+    Rows in blocks of 64 (``pattern_blocks``)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t block = 64
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t W = f.n_values
-    cdef int64_t O = out.shape[1]
-    cdef int64_t P = out.shape[2]
-    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
-    cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, lv, v, d, e, b, w, n_leaves
-    cdef double value
-    cdef const double* row
-    cdef const int64_t* feat
-    cdef double* target
-    cdef BlockPatterns bp
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
-        return
-    with nogil, parallel(num_threads=n_threads):
-        bp = block_patterns_new(&f, block, max_leaves)
-        scratch_ready(&stop, &bp.mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            i0 = bi * block
-            i1 = min(i0 + block, n_rows)
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                if f.tree_start[t + 1] - start == 1:
-                    continue
-                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
-                                              &leaf_node[0], &tree_leaf_start[0], &bp)
-                for lv in range(n_leaves):
-                    v = tree_leaf_start[t] + lv
-                    d = dim[v]
-                    feat = &feature[fstart[v]]
-                    for w in range(W):
-                        value = f.value[leaf_node[v] * W + w]
-                        if value == 0.0:
-                            continue
-                        for i in range(i0, i1):
-                            row = &tables[table_start[v]
-                                          + bp.leaf_pattern[(i - i0) * n_leaves + lv] * d]
-                            target = &out[i, f.tree_output[t] if W == 1 else w, 0]
-                            for b in range(d):
-                                target[feat[b]] += value * row[b]
-        buffers_free(&bp.mem)
-    interrupt_raise(&stop)
+    cdef TableSums s
+    s.p = patterns_from(structure)
+    s.tables = &tables[0]
+    s.table_start = &table_start[0]
+    s.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
+    pattern_blocks(&f, &s.p, X, trees, 64, False, 0, table_block, &s, n_threads)
 
 
 # Sibling leaves. Two leaves l1, l2 that are the children of one node k have
@@ -380,8 +346,7 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
     ``unit_second[u] >= 0``, its sibling, whose pattern differs in bit
     ``unit_bit[u]``; its table starts at ``unit_start[u]``."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_units = unit_first.shape[0]
     cdef double[::1] out = np.empty(unit_start[n_units] if n_units else 0)
     cdef Py_ssize_t u
@@ -396,8 +361,8 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
     for u in prange(n_units, nogil=True, num_threads=n_threads, schedule="dynamic"):
         l1 = unit_first[u]
         l2 = unit_second[u]
-        d = dim[l1]
-        v1 = f.value[leaf_node[l1]]
+        d = p.dim[l1]
+        v1 = f.value[p.leaf_node[l1]]
         t1 = &tables[table_start[l1]]
         if l2 < 0:
             for a1 in range(<uint64_t> 1 << d):
@@ -405,7 +370,7 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
                 for b in range(d):
                     dst[b] = v1 * t1[a1 * d + b]
             continue
-        v2 = f.value[leaf_node[l2]]
+        v2 = f.value[p.leaf_node[l2]]
         t2 = &tables[table_start[l2]]
         s = unit_bit[u]
         for q in range(2):
@@ -417,6 +382,44 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
     return np.asarray(out)
 
 
+cdef struct UnitSums:
+    Patterns p
+    const int64_t* tree_unit_start
+    const int64_t* unit_first
+    const int64_t* unit_second
+    const int64_t* unit_bit
+    const int64_t* unit_start
+    const double* tables
+    Outputs out
+
+
+cdef void unit_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Add, unit by unit, the table row of every row's (pattern, right bit)."""
+    cdef UnitSums s = (<const UnitSums*> work)[0]
+    cdef int64_t i, u, l1, l2, lv1, lv2, d, b, bit
+    cdef uint64_t index
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* target
+    for u in range(s.tree_unit_start[tb.t], s.tree_unit_start[tb.t + 1]):
+        l1 = s.unit_first[u]
+        l2 = s.unit_second[u]
+        d = s.p.dim[l1]
+        feat = &s.p.feature[s.p.fstart[l1]]
+        lv1 = l1 - tb.first_leaf
+        lv2 = l2 - tb.first_leaf
+        bit = s.unit_bit[u]
+        for i in range(tb.i0, tb.i1):
+            index = tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv1]
+            if l2 >= 0:
+                index = index | (((tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv2] >> bit)
+                                  & 1) << d)
+            row = &s.tables[s.unit_start[u] + index * d]
+            target = output_row(&s.out, i, f.tree_output[tb.t])
+            for b in range(d):
+                target[feat[b]] += row[b]
+
+
 def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                     const int64_t[::1] tree_unit_start, const int64_t[::1] unit_first,
                     const int64_t[::1] unit_second, const int64_t[::1] unit_bit,
@@ -424,63 +427,18 @@ def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] t
                     double[:, :, ::1] out, int n_threads):
     """Add the values of ``trees`` (single-value leaves) to ``out`` (n_rows,
     n_outputs, p) from their units' tables (``unit_tables``); tree t's units
-    are ``tree_unit_start[t]:tree_unit_start[t + 1]``. Rows in blocks, unit
-    by unit within a block; each row adds its trees and units in order."""
+    are ``tree_unit_start[t]:tree_unit_start[t + 1]``. Rows in blocks of 64
+    (``pattern_blocks``), unit by unit within a block."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t block = 64
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
-    cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, lv, u, l1, l2, lv1, lv2, d, s, b, n_leaves, first
-    cdef uint64_t index
-    cdef const double* row
-    cdef const int64_t* feat
-    cdef double* target
-    cdef BlockPatterns bp
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
-        return
+    cdef UnitSums s
     if f.n_values != 1:
         raise ValueError("unit_semivalues needs one value per leaf")
-    with nogil, parallel(num_threads=n_threads):
-        bp = block_patterns_new(&f, block, max_leaves)
-        scratch_ready(&stop, &bp.mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            i0 = bi * block
-            i1 = min(i0 + block, n_rows)
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                if f.tree_start[t + 1] - start == 1:
-                    continue
-                first = tree_leaf_start[t]
-                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
-                                               &leaf_node[0], &tree_leaf_start[0], &bp)
-                for u in range(tree_unit_start[t], tree_unit_start[t + 1]):
-                    l1 = unit_first[u]
-                    l2 = unit_second[u]
-                    d = dim[l1]
-                    feat = &feature[fstart[l1]]
-                    lv1 = l1 - first
-                    lv2 = l2 - first
-                    s = unit_bit[u]
-                    for i in range(i0, i1):
-                        index = bp.leaf_pattern[(i - i0) * n_leaves + lv1]
-                        if l2 >= 0:
-                            index = index | (((bp.leaf_pattern[(i - i0) * n_leaves + lv2] >> s)
-                                              & 1) << d)
-                        row = &tables[unit_start[u] + index * d]
-                        target = &out[i, f.tree_output[t], 0]
-                        for b in range(d):
-                            target[feat[b]] += row[b]
-        buffers_free(&bp.mem)
-    interrupt_raise(&stop)
+    s.p = patterns_from(structure)
+    s.tree_unit_start = &tree_unit_start[0]
+    s.unit_first = &unit_first[0]
+    s.unit_second = &unit_second[0]
+    s.unit_bit = &unit_bit[0]
+    s.unit_start = &unit_start[0]
+    s.tables = &tables[0]
+    s.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
+    pattern_blocks(&f, &s.p, X, trees, 64, False, 0, unit_block, &s, n_threads)

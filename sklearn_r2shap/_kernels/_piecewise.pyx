@@ -40,11 +40,12 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.math cimport isnan
 
 from ._common cimport (
-    Buffers, BlockPatterns, block_patterns_new, buffers_new, buffers_free, scratch_ready, take,
-    tree_block_patterns, widest,
+    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
+    scratch_ready, take,
 )
 from ._forest cimport (
-    Forest, forest_from, next_node, path_factors,
+    Forest, Patterns, add_leaf_value, forest_from, leaf_of, next_node, patterns_from,
+    path_factors,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 from ._semivalues cimport Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc
@@ -347,9 +348,7 @@ def predict_linear(ens, const double[:, ::1] X, const int64_t[::1] linear_start,
     cdef bint nan_found
     for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
         for t in range(f.n_trees):
-            node = f.tree_start[t]
-            while f.left[node] >= 0:
-                node = next_node(&f, node, &X[i, 0])
+            node = leaf_of(&f, t, &X[i, 0])
             if linear_start[node] < linear_start[node + 1]:  # one value per leaf
                 acc = f.value[node]
                 nan_found = False
@@ -361,29 +360,9 @@ def predict_linear(ens, const double[:, ::1] X, const int64_t[::1] linear_start,
                 if nan_found:
                     acc = fallback[node, 0]
                 out[i, f.tree_output[t]] += acc
-            elif f.n_values == 1:
-                out[i, f.tree_output[t]] += f.value[node]
             else:
-                for w in range(f.n_values):
-                    out[i, w] += f.value[node * f.n_values + w]
+                add_leaf_value(&f, t, node, &out[i, 0])
     return np.asarray(out)
-
-
-def root_means(ens, const double[::1] cover_ratio, const double[:, ::1] leaf_value):
-    """Per tree, sum over leaves of (product of cover ratios on the path) * leaf_value:
-    v(empty) of each tree, shape (n_trees, n_values)."""
-    cdef Forest f = forest_from(ens)
-    cdef double[:, ::1] mean = np.where(
-        (np.asarray(ens.children_left) < 0)[:, None], leaf_value, 0.0)
-    cdef int64_t k, p, w
-    with nogil:
-        for k in range(f.n_nodes - 1, -1, -1):  # children after parents
-            p = f.parent[k]
-            if p >= 0:
-                for w in range(f.n_values):
-                    mean[p, w] += cover_ratio[k] * mean[k, w]
-    roots = np.asarray(ens.tree_start)
-    return np.asarray(mean)[roots[:len(roots) - 1]]
 
 
 # Pattern tables (many NaN-free rows, shallow trees), as in _semivalues.pyx.
@@ -402,6 +381,26 @@ def root_means(ens, const double[::1] cover_ratio, const double[:, ::1] leaf_val
 # numbers. A row adds, per leaf and slot, the first row's entry plus the dot
 # product of the entries' x_k with that slot's n_entries numbers.
 
+cdef struct LinearLeaf:
+    int64_t node       # the leaf's node k
+    int64_t n_slots    # d': path slots, then virtual ones
+    int64_t first      # its first linear entry
+    int64_t n_entries
+    int64_t width      # (1 + n_entries) d': numbers per pattern in its table
+
+
+cdef inline LinearLeaf linear_leaf(const Patterns* p, int64_t v, const int64_t* ext_dim,
+                                   const int64_t* linear_start) noexcept nogil:
+    """Leaf v's slots, entries and table layout (linear_slots, linear_tables)."""
+    cdef LinearLeaf leaf
+    leaf.node = p.leaf_node[v]
+    leaf.n_slots = ext_dim[v]
+    leaf.first = linear_start[leaf.node]
+    leaf.n_entries = linear_start[leaf.node + 1] - leaf.first
+    leaf.width = (1 + leaf.n_entries) * leaf.n_slots
+    return leaf
+
+
 def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] linear_feature):
     """Extended slots of every leaf of a pattern structure (_semivalues.pattern_structure).
 
@@ -410,23 +409,19 @@ def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] 
     then the virtual ones with R = 1), and ``entry_slot`` (per linear
     entry, its slot in its leaf).
     """
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
-    cdef int64_t n_leaves = leaf_node.shape[0]
+    cdef Patterns p = patterns_from(structure)
+    cdef int64_t n_leaves = p.n_leaves
     cdef int64_t[::1] ext_dim = np.zeros(n_leaves, dtype=np.int64)
     cdef int64_t[::1] entry_slot = np.full(linear_feature.shape[0], -1, dtype=np.int64)
     cdef int64_t v, k, e, b, d, extra
     with nogil:
         for v in range(n_leaves):
-            k = leaf_node[v]
-            d = dim[v]
+            k = p.leaf_node[v]
+            d = p.dim[v]
             extra = 0
             for e in range(linear_start[k], linear_start[k + 1]):
                 for b in range(d):
-                    if feature[fstart[v] + b] == linear_feature[e]:
+                    if p.feature[p.fstart[v] + b] == linear_feature[e]:
                         entry_slot[e] = b
                         break
                 if entry_slot[e] < 0:
@@ -439,11 +434,11 @@ def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] 
     cdef double[::1] ext_ratio = np.ones(ext_start[n_leaves])
     with nogil:
         for v in range(n_leaves):
-            k = leaf_node[v]
-            d = dim[v]
+            k = p.leaf_node[v]
+            d = p.dim[v]
             for b in range(d):
-                ext_feature[ext_start_v[v] + b] = feature[fstart[v] + b]
-                ext_ratio[ext_start_v[v] + b] = ratio[fstart[v] + b]
+                ext_feature[ext_start_v[v] + b] = p.feature[p.fstart[v] + b]
+                ext_ratio[ext_start_v[v] + b] = p.ratio[p.fstart[v] + b]
             for e in range(linear_start[k], linear_start[k + 1]):
                 if entry_slot[e] >= d:
                     ext_feature[ext_start_v[v] + entry_slot[e]] = linear_feature[e]
@@ -460,14 +455,14 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
                   const double[::1] weights, int n_threads):
     """The tables of the given leaves (indices into the structure's leaf arrays);
     leaf ``leaves[i]``'s block starts at ``table_start[i]``."""
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_leaves = leaves.shape[0]
     cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
     cdef int64_t m = points.shape[0]
     cdef int64_t max_dim = int(np.max(ext_dim)) if ext_dim.shape[0] else 1
     cdef Py_ssize_t i
     cdef int64_t v, k, d, dp, ne, block, A, b, c, l, e, s, e0
+    cdef LinearLeaf leaf
     cdef double tl, wl, c_l, inv, a_s
     cdef const double* r
     cdef double* row
@@ -486,12 +481,13 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
             if interrupted(&stop):
                 continue
             v = leaves[i]
-            k = leaf_node[v]
-            d = dim[v]
-            dp = ext_dim[v]
-            e0 = linear_start[k]
-            ne = linear_start[k + 1] - e0
-            block = (1 + ne) * dp
+            leaf = linear_leaf(&p, v, &ext_dim[0], &linear_start[0])
+            k = leaf.node
+            d = p.dim[v]
+            dp = leaf.n_slots
+            e0 = leaf.first
+            ne = leaf.n_entries
+            block = leaf.width
             r = &ext_ratio[ext_start[v]]
             c_l = leaf_const[k, 0]
             for A in range(1 << d):
@@ -535,6 +531,62 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
     return np.asarray(tables)
 
 
+cdef struct LinearSums:
+    Patterns p
+    const double* X
+    int64_t stride                # X's row stride
+    const double* tables
+    const int64_t* table_start    # by leaf
+    const int64_t* ext_dim
+    const int64_t* ext_start
+    const int64_t* ext_feature
+    const int64_t* linear_start
+    const int64_t* linear_feature
+    Outputs out
+
+
+cdef void linear_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
+    """Add, leaf by leaf, every row's table row: per slot, the first entry
+    plus the dot product of the row's x_k with the slot's entries."""
+    cdef LinearSums s = (<const LinearSums*> work)[0]
+    cdef double* acc = <double*> tb.scratch  # the row's multipliers x_k
+    cdef int64_t o = f.tree_output[tb.t]
+    cdef int64_t i, lv, v, dp, e, e0, ne, b
+    cdef uint64_t A
+    cdef double mult
+    cdef LinearLeaf leaf
+    cdef const double* row
+    cdef const double* entry_row
+    cdef const int64_t* feat
+    cdef double* orow
+    for lv in range(tb.n_leaves):
+        v = tb.first_leaf + lv
+        leaf = linear_leaf(&s.p, v, s.ext_dim, s.linear_start)
+        dp = leaf.n_slots
+        e0 = leaf.first
+        ne = leaf.n_entries
+        feat = &s.ext_feature[s.ext_start[v]]
+        for i in range(tb.i0, tb.i1):
+            A = tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv]
+            row = &s.tables[s.table_start[v] + A * leaf.width]
+            orow = output_row(&s.out, i, o)
+            if ne == 0:
+                for b in range(dp):
+                    orow[feat[b]] += row[b]
+                continue
+            # the multipliers x_k (0 where x does not follow k's
+            # edges: the table entries are 0 there too)
+            for e in range(ne):
+                acc[e] = s.X[i * s.stride + s.linear_feature[e0 + e]]
+            entry_row = row + dp
+            for b in range(dp):
+                mult = row[b]
+                for e in range(ne):
+                    mult = mult + acc[e] * entry_row[e]
+                orow[feat[b]] += mult
+                entry_row = entry_row + ne
+
+
 def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                           const double[::1] tables, const int64_t[::1] table_start,
                           const int64_t[::1] ext_dim, const int64_t[::1] ext_start,
@@ -545,74 +597,22 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
     """Add the tabulated values of ``trees`` for rows without NaN in any linear
     feature to ``out`` (n_rows, n_outputs, p). ``table_start`` is indexed by
     the structure's leaf index. The ensemble's cover ratios are not used:
-    the rows' patterns only depend on the routing."""
+    the rows' patterns only depend on the routing. Rows in blocks of
+    ``block`` (``pattern_blocks``; one-leaf trees too: their linear terms)."""
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t max_leaves = widest(&tree_leaf_start[0], tree_leaf_start.shape[0])
-    cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, n, kk, k, p, b, v, dp, o, e, e0, ne, lv, n_leaves
-    cdef int64_t width
+    cdef LinearSums s
     cdef int64_t max_entries = (int(np.max(np.diff(linear_start)))
                                 if linear_start.shape[0] > 1 else 1)
-    cdef uint64_t bit, A
-    cdef double mult
-    cdef const double* row
-    cdef const double* entry_row
-    cdef const int64_t* feat
-    cdef double* orow
-    cdef double* acc
-    cdef BlockPatterns bp
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
-        return
-    with nogil, parallel(num_threads=n_threads):
-        bp = block_patterns_new(&f, block, max_leaves)
-        acc = <double*> take(&bp.mem, max_entries * sizeof(double) + 8)
-        scratch_ready(&stop, &bp.mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            i0 = bi * block
-            i1 = min(i0 + block, n_rows)
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                n = f.tree_start[t + 1] - start
-                o = f.tree_output[t]
-                # 1. every row's pattern at every leaf
-                n_leaves = tree_block_patterns(&f, t, &X[0, 0], X.shape[1], i0, i1, &node_slot[0],
-                                               &leaf_node[0], &tree_leaf_start[0], &bp)
-                # 2. leaf by leaf
-                for lv in range(n_leaves):
-                    v = tree_leaf_start[t] + lv
-                    k = leaf_node[v]
-                    dp = ext_dim[v]
-                    e0 = linear_start[k]
-                    ne = linear_start[k + 1] - e0
-                    width = (1 + ne) * dp
-                    feat = &ext_feature[ext_start[v]]
-                    for i in range(i0, i1):
-                        A = bp.leaf_pattern[(i - i0) * n_leaves + lv]
-                        row = &tables[table_start[v] + A * width]
-                        orow = &out[i, o, 0]
-                        if ne == 0:
-                            for b in range(dp):
-                                orow[feat[b]] += row[b]
-                            continue
-                        # the multipliers x_k (0 where x does not follow k's
-                        # edges: the table entries are 0 there too)
-                        for e in range(ne):
-                            acc[e] = X[i, linear_feature[e0 + e]]
-                        entry_row = row + dp
-                        for b in range(dp):
-                            mult = row[b]
-                            for e in range(ne):
-                                mult = mult + acc[e] * entry_row[e]
-                            orow[feat[b]] += mult
-                            entry_row = entry_row + ne
-        buffers_free(&bp.mem)
-    interrupt_raise(&stop)
+    s.p = patterns_from(structure)
+    s.X = &X[0, 0]
+    s.stride = X.shape[1]
+    s.tables = &tables[0]
+    s.table_start = &table_start[0]
+    s.ext_dim = &ext_dim[0]
+    s.ext_start = &ext_start[0]
+    s.ext_feature = &ext_feature[0]
+    s.linear_start = &linear_start[0]
+    s.linear_feature = &linear_feature[0]
+    s.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
+    pattern_blocks(&f, &s.p, X, trees, block, True, max_entries * sizeof(double) + 8,
+                   linear_block, &s, n_threads)

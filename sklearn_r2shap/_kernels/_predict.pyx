@@ -4,7 +4,7 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-from ._forest cimport Forest, forest_from, next_node
+from ._forest cimport Forest, add_leaf_value, forest_from, leaf_of
 
 
 def predict_raw(ens, const double[:, ::1] X, int n_threads):
@@ -13,17 +13,10 @@ def predict_raw(ens, const double[:, ::1] X, int n_threads):
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value), (n_rows, 1))
     cdef Py_ssize_t i
-    cdef int64_t t, node, o, w
+    cdef int64_t t
     for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
         for t in range(f.n_trees):
-            node = f.tree_start[t]
-            while f.left[node] >= 0:
-                node = next_node(&f, node, &X[i, 0])
-            if f.n_values == 1:
-                out[i, f.tree_output[t]] += f.value[node]
-            else:
-                for w in range(f.n_values):
-                    out[i, w] += f.value[node * f.n_values + w]
+            add_leaf_value(&f, t, leaf_of(&f, t, &X[i, 0]), &out[i, 0])
     return np.asarray(out)
 
 
@@ -34,15 +27,12 @@ def leaf_values(ens, const double[:, ::1] X, int n_threads):
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef double[:, ::1] out = np.empty((n_rows, f.n_trees))
     cdef Py_ssize_t i
-    cdef int64_t t, node
+    cdef int64_t t
     if f.n_values != 1:
         raise ValueError("leaf_values needs one value per leaf")
     for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
         for t in range(f.n_trees):
-            node = f.tree_start[t]
-            while f.left[node] >= 0:
-                node = next_node(&f, node, &X[i, 0])
-            out[i, t] = f.value[node]
+            out[i, t] = f.value[leaf_of(&f, t, &X[i, 0])]
     return np.asarray(out)
 
 
@@ -73,11 +63,8 @@ def apply(ens, const double[:, ::1] X, int n_threads):
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t[:, ::1] out = np.empty((n_rows, f.n_trees), dtype=np.int64)
     cdef Py_ssize_t i
-    cdef int64_t t, node
+    cdef int64_t t
     for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
         for t in range(f.n_trees):
-            node = f.tree_start[t]
-            while f.left[node] >= 0:
-                node = next_node(&f, node, &X[i, 0])
-            out[i, t] = node
+            out[i, t] = leaf_of(&f, t, &X[i, 0])
     return np.asarray(out)

@@ -45,7 +45,7 @@ from libc.string cimport memcpy
 
 from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, block_leaf_patterns
 from ._forest cimport (
-    Forest, forest_from, next_node,
+    Forest, Patterns, forest_from, patterns_from,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
@@ -286,23 +286,34 @@ cdef void tree_square_gradient(
 # take at most ``block_bytes`` (DEFAULT_BLOCK_BYTES; 16 m + 26 bytes per shared
 # feature of a pair at m nodes, plus 8 per pair: entry_bytes). A tree of one block is
 # summed row by row from its table. A tree of several blocks is summed block
-# by block, by groups of rows (ROW_GROUPS per call, at most ROW_STATE_BYTES of
-# per-row U_l and Q_l kept between blocks): a thread takes a group, gives its
+# by block, by groups of rows (``group_rows``: at least ROW_GROUPS per call,
+# 4 per thread, at most ROW_STATE_BYTES of per-row U_l and Q_l kept between
+# blocks): a thread takes a group, gives its
 # rows their leaf products and diagonal pairs, then builds every block's table
 # in turn (its own copy: threads never wait for each other between blocks,
 # which on a machine shared with other work costs more than building) and runs
 # the group's rows through its pairs, then gives the rows their one-path
 # credits. A row adds the same terms in the same order as from one table, so
-# both give the same values; blocks and groups are fixed by the tree and the
-# rows, never by the threads.
+# both give the same values; blocks are fixed by the tree, and a row's terms
+# do not depend on its group, so the groups may follow the threads.
 DEFAULT_BLOCK_BYTES = 1 << 19
 cdef double ROW_STATE_BYTES = 8.0 * 1024 * 1024
 # groups of rows per call for trees of several blocks: each group builds the
 # tables (in the thread that takes it, without waiting for the others), so a
-# call of n rows shares each table among max(n / ROW_GROUPS, MIN_GROUP_ROWS)
-# rows (building costs a few rows' pass over the pairs)
+# call of n rows shares each table among max(n / groups, MIN_GROUP_ROWS) rows
+# (building costs a few rows' pass over the pairs), groups = max(ROW_GROUPS,
+# GROUPS_PER_THREAD threads): 8 groups kept 16 threads at most 8 busy (issue 31)
 ROW_GROUPS = 8
+GROUPS_PER_THREAD = 4
 MIN_GROUP_ROWS = 64
+
+
+def group_rows(n_rows, n_threads, max_blocked_leaves, m):
+    """Rows per group for trees of several blocks (module comment): the
+    same values for any size, a row's terms not depending on its group."""
+    groups = max(ROW_GROUPS, GROUPS_PER_THREAD * n_threads)
+    return max(1, min(max((n_rows + groups - 1) // groups, MIN_GROUP_ROWS),
+                      int(ROW_STATE_BYTES // max(1, max_blocked_leaves * (16 * m + 8)))))
 cdef double MIN_RATIO = 1e-12
 # max_union is counted pair by pair up to this many pairs in a tree; beyond,
 # its bound min(2 d_t - 1, F_t) (which gives the tree's own rule, n_t)
@@ -797,7 +808,7 @@ class _PairTables:
     def __init__(self, ens, m=None):
         from ._semivalues import pattern_structure
 
-        structure = pattern_structure(ens)
+        self.structure = structure = pattern_structure(ens)
         self.node_slot = structure["node_slot"]
         self.leaf_node = structure["leaf_node"]
         self.dim = structure["leaf_dim"]
@@ -981,14 +992,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
         if len(blocks) > 1:
             max_blocked_leaves = max(max_blocked_leaves, int(
                 tables.tree_leaf_start[t + 1] - tables.tree_leaf_start[t]))
-    cdef const int64_t[::1] node_slot = tables.node_slot
-    cdef const int64_t[::1] leaf_node = tables.leaf_node
-    cdef const int64_t[::1] dim = tables.dim
-    cdef const int64_t[::1] slot_start = tables.slot_start
-    cdef const int64_t[::1] feature = tables.feature
-    cdef const double[::1] ratio = tables.ratio
+    cdef Patterns pt = patterns_from(tables.structure)  # slots: a leaf's path features
     cdef const double[::1] rho = tables.rho
-    cdef const int64_t[::1] tree_leaf_start = tables.tree_leaf_start
     cdef const uint8_t[::1] by_pairs = tables.by_pairs
     cdef int64_t[::1] pair_start = np.zeros(max_block_pairs + 1, dtype=np.int64)
     cdef uint8_t[::1] bit1 = np.zeros(max(1, max_block_entries), dtype=np.uint8)
@@ -1003,11 +1008,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     # the other leaf tables (alone, kappa live in psi_table, kappa_table)
     cdef double[:, ::1] leaf_buffers = np.zeros((8, max(1, tables.max_slots * m)))
     cdef double[::1] neg_inv_1mt = np.zeros(m)
-    # trees of several blocks: groups of rows (GROUPS per call, at most
-    # ROW_STATE_BYTES of U and Q per group), by the rows and the trees only
-    cdef Py_ssize_t group_rows = max(1, min(max((n_rows + ROW_GROUPS - 1) // ROW_GROUPS,
-                                                MIN_GROUP_ROWS), int(
-        ROW_STATE_BYTES // max(1, max_blocked_leaves * (16 * m + 8)))))
+    # trees of several blocks: groups of rows
+    cdef Py_ssize_t n_group_rows = group_rows(n_rows, n_threads, max_blocked_leaves, m)
     cdef Py_ssize_t n_groups, g, r
     cdef int64_t n_block_entries = max(1, max_block_entries), n_block_pairs = max_block_pairs
     cdef int64_t prefix, sg
@@ -1044,10 +1046,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
             continue
         mt = tree_m[t]
         if by_pairs[t]:
-            ls = tree_leaf_start[t]
-            n_leaves = tree_leaf_start[t + 1] - ls
-            base = slot_start[ls]
-            leaf_slots = slot_start[ls + n_leaves] - base
+            ls = pt.tree_leaf_start[t]
+            n_leaves = pt.tree_leaf_start[t + 1] - ls
+            base = pt.fstart[ls]
+            leaf_slots = pt.fstart[ls + n_leaves] - base
             block, segment = plans[t]
             n_blocks = block.shape[0] - 1
             with nogil:
@@ -1057,12 +1059,12 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                     neg_inv_1mt[l] = -psi_table[l]
                 lt.alone = &psi_table[mt]
                 lt.kappa = &kappa_table[mt]
-                leaf_tables(&ratio[base], leaf_slots, &rule_points[mt - 1, 0],
+                leaf_tables(&pt.ratio[base], leaf_slots, &rule_points[mt - 1, 0],
                             &rule_weights[mt - 1, 0], mt, &lt)
         if by_pairs[t] and n_blocks == 1:
             with nogil:
-                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &dim[ls],
-                            &slot_start[ls], &feature[0], &ratio[0], &lt, mt, f.n_features,
+                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &pt.dim[ls],
+                            &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt, f.n_features,
                             &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0], &offset[0],
                             &psi_table[mt + leaf_slots * mt], &kappa_table[mt + leaf_slots * mt],
                             &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0], n_threads,
@@ -1076,10 +1078,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         continue
                     if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
                         continue
-                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, &node_slot[0], &leaf_node[ls],
+                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
                                         n_leaves, rs.left_taken, rs.pattern, rs.leaf_pattern)
                     tree_square_pairs(
-                        n_leaves, &dim[ls], &slot_start[ls], &feature[base], &ratio[base],
+                        n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base], &pt.ratio[base],
                         &rho[ls], &lt, &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
                         &offset[0], &psi_table[0], &kappa_table[0], &rule_weights[mt - 1, 0],
                         &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
@@ -1091,7 +1093,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
             # barrier between blocks); per group, leaf products, then each
             # block's table and its pairs, then credits
             prefix = mt + leaf_slots * mt
-            n_groups = (n_rows + group_rows - 1) // group_rows
+            n_groups = (n_rows + n_group_rows - 1) // n_group_rows
             with nogil, parallel(num_threads=n_threads):
                 rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
                 mem = buffers_new()
@@ -1103,9 +1105,9 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                 own_feature = <int64_t*> take(&mem, n_block_entries * sizeof(int64_t))
                 own_offset = <int32_t*> take(&mem, 4 * n_block_entries * sizeof(int32_t))
                 own_slot_of = <int64_t*> take(&mem, max(1, f.n_features) * sizeof(int64_t))
-                own_V = <double*> take(&mem, group_rows * n_leaves * mt * sizeof(double))
-                own_Q = <double*> take(&mem, group_rows * n_leaves * mt * sizeof(double))
-                own_pattern = <uint64_t*> take(&mem, group_rows * n_leaves * sizeof(uint64_t))
+                own_V = <double*> take(&mem, n_group_rows * n_leaves * mt * sizeof(double))
+                own_Q = <double*> take(&mem, n_group_rows * n_leaves * mt * sizeof(double))
+                own_pattern = <uint64_t*> take(&mem, n_group_rows * n_leaves * sizeof(uint64_t))
                 if scratch_ready(&stop, &rs.mem) and scratch_ready(&stop, &mem):
                     memcpy(own_psi, &psi_table[0], prefix * sizeof(double))
                     memcpy(own_kappa, &kappa_table[0], prefix * sizeof(double))
@@ -1114,16 +1116,17 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                 for g in prange(n_groups, schedule="dynamic", chunksize=1):
                     if interrupted(&stop):
                         continue
-                    g0 = g * group_rows
-                    g1 = min(n_rows, g0 + group_rows)
+                    g0 = g * n_group_rows
+                    g1 = min(n_rows, g0 + n_group_rows)
                     for r in range(g0, g1):
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
                         at = (r - g0) * n_leaves
-                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, &node_slot[0], &leaf_node[ls],
-                                            n_leaves, rs.left_taken, rs.pattern, &own_pattern[at])
-                        leaf_products(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
-                                      &ratio[base], &rho[ls], &lt, &own_pattern[at],
+                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, pt.node_slot,
+                                            &pt.leaf_node[ls], n_leaves, rs.left_taken,
+                                            rs.pattern, &own_pattern[at])
+                        leaf_products(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
+                                      &pt.ratio[base], &rho[ls], &lt, &own_pattern[at],
                                       &rule_weights[mt - 1, 0], mt, square_coef[r, t],
                                       &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
                     # Ctrl-C within a group (seconds of work on a large tree):
@@ -1135,8 +1138,8 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                             if interrupted(&stop):
                                 break
                             pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
-                                         segment[sg, 2], segment[sg, 4], &dim[ls],
-                                         &slot_start[ls], &feature[0], &ratio[0], &lt, mt,
+                                         segment[sg, 2], segment[sg, 4], &pt.dim[ls],
+                                         &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt,
                                          own_slot_of, own_start + segment[sg, 3], own_bit1,
                                          own_bit2, own_feature, own_offset, own_psi + prefix,
                                          own_kappa + prefix, &rule_points[mt - 1, 0],
@@ -1156,7 +1159,7 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                         if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
                             continue
                         at = (r - g0) * n_leaves
-                        leaf_credits(n_leaves, &dim[ls], &slot_start[ls], &feature[base],
+                        leaf_credits(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
                                      &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
                                      &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
                                      &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])

@@ -23,7 +23,7 @@ from libc.math cimport sqrt
 from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
 
 from ._forest cimport (
-    Forest, forest_from, path_factors, row_patterns, goes_left,
+    Forest, Patterns, forest_from, patterns_from, path_factors, goes_left,
     Interrupt, interrupt_new, interrupted, interrupt_raise,
 )
 
@@ -554,9 +554,7 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
     ``rule_points[d]`` and weights ``rule_weights[d]`` (exact for degree
     d - 1, the degree of its terms' gradient).
     """
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef Patterns ps = patterns_from(structure)
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
@@ -576,7 +574,7 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
         u = selected[i]
         v = unit_leaf[u]
         rv = unit_right[u]
-        d = dim[v]
+        d = ps.dim[v]
         m = rule_size[d]
         out = &tables[table_start[i]]
         work = <double*> malloc(2 * (d + 1) * sizeof(double))
@@ -584,7 +582,7 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
             failed[0] = 1
             continue
         if rv < 0:
-            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+            leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
                        scale_left[u], out, work)
         else:
             size = (<int64_t> 1) << d
@@ -594,9 +592,9 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
                 free(work)
                 continue
             right = left + size * d
-            leaf_table(&ratio[fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+            leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
                        scale_left[u], left, work)
-            leaf_table(&ratio[fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
+            leaf_table(&ps.ratio[ps.fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
                        scale_right[u], right, work)
             s = unit_slot[u]
             for P in range(2 * size):
@@ -691,11 +689,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     unit, then unit by unit, so that a unit's table stays in cache.
     """
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef Patterns ps = patterns_from(structure)
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
@@ -744,7 +738,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                 for sb in range((i1 - i0 + SUB - 1) // SUB):
                     r0 = i0 + sb * SUB
                     nr = min(<int64_t> SUB, i1 - r0)
-                    sub_patterns(&f, t, &X[r0, 0], X.shape[1], nr, &node_slot[0],
+                    sub_patterns(&f, t, &X[r0, 0], X.shape[1], nr, ps.node_slot,
                                  left_taken, pattern)
                     for uu in range(n_units):
                         u = tree_unit_start[t] + uu
@@ -752,25 +746,26 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                             continue
                         v = unit_leaf[u]
                         rv = unit_right[u]
-                        a = (leaf_node[v] - start) * SUB
+                        a = (ps.leaf_node[v] - start) * SUB
                         if rv >= 0:
-                            c = (leaf_node[rv] - start) * SUB
+                            c = (ps.leaf_node[rv] - start) * SUB
                             s = unit_slot[u]
                             for r in range(nr):
                                 unit_offset[uu * block + (r0 - i0) + r] = (
-                                    (pattern[a + r] | (((pattern[c + r] >> s) & 1) << dim[v]))
-                                    * dim[v])
+                                    (pattern[a + r] | (((pattern[c + r] >> s) & 1) << ps.dim[v]))
+                                    * ps.dim[v])
                         else:
                             for r in range(nr):
-                                unit_offset[uu * block + (r0 - i0) + r] = pattern[a + r] * dim[v]
+                                unit_offset[uu * block + (r0 - i0) + r] = (pattern[a + r]
+                                                                           * ps.dim[v])
                 # 2. unit by unit
                 for uu in range(n_units):
                     u = tree_unit_start[t] + uu
                     if table_start[u] < 0:
                         continue
                     v = unit_leaf[u]
-                    d = dim[v]
-                    feat = &feature[fstart[v]]
+                    d = ps.dim[v]
+                    feat = &ps.feature[ps.fstart[v]]
                     table = &tables[table_start[u]]
                     if scaled:
                         o = f.tree_output[t]
@@ -783,7 +778,7 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                         for i in range(i0, i1):
                             row = table + unit_offset[uu * block + (i - i0)]
                             for w in range(W):
-                                value = f.value[leaf_node[v] * W + w]
+                                value = f.value[ps.leaf_node[v] * W + w]
                                 orow = &out[i, w, 0]
                                 for e in range(d):
                                     orow[feat[e]] += value * row[e]
@@ -973,9 +968,7 @@ cdef RankerScratch ranker_alloc(int64_t n_leaves, int64_t n_entries, int64_t max
 
 
 cdef int64_t ranker_row_game(
-    const Forest* f, const double* x, int64_t output, const int64_t* leaf_node,
-    const int64_t* dim, const int64_t* fstart, const int64_t* feature, const double* ratio,
-    const int64_t* edge, const int64_t* tree_leaf_start, RankerScratch* r,
+    const Forest* f, const double* x, int64_t output, const Patterns* ps, RankerScratch* r,
 ) noexcept nogil:
     """Lay out the leaves (value, R, D, feature) of row ``x``'s game of
     ``output``; return the number of leaves kept (leaves of value 0 add
@@ -995,18 +988,18 @@ cdef int64_t ranker_row_game(
         if f.tree_start[t + 1] - start == 1:
             continue
         path_factors(f, t, x, r.left_taken, r.ratio_prod, r.follow_prod)
-        for v in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-            value = f.value[leaf_node[v] * W + column]
+        for v in range(ps.tree_leaf_start[t], ps.tree_leaf_start[t + 1]):
+            value = f.value[ps.leaf_node[v] * W + column]
             if value == 0.0:
                 continue
             r.leaf_value[n_leaves] = value
-            r.leaf_dim[n_leaves] = dim[v]
+            r.leaf_dim[n_leaves] = ps.dim[v]
             n_leaves += 1
-            for b in range(dim[v]):
-                e = fstart[v] + b
-                r.ratio[n_entries] = ratio[e]
-                r.diff[n_entries] = r.follow_prod[edge[e] - start] - ratio[e]
-                r.feature[n_entries] = feature[e]
+            for b in range(ps.dim[v]):
+                e = ps.fstart[v] + b
+                r.ratio[n_entries] = ps.ratio[e]
+                r.diff[n_entries] = r.follow_prod[ps.edge[e] - start] - ps.ratio[e]
+                r.feature[n_entries] = ps.feature[e]
                 n_entries += 1
     return n_leaves
 
@@ -1053,16 +1046,8 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     zeta, shape (n_rows, p).
     """
     cdef Forest f = forest_from(ens)
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
-    cdef const int64_t[::1] edge = structure["leaf_edge"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    cdef int64_t n_all_leaves = leaf_node.shape[0]
-    cdef int64_t n_entries = feature.shape[0]
-    cdef int64_t max_dim = int(np.max(structure["leaf_dim"], initial=0))
+    cdef Patterns ps = patterns_from(structure)
+    cdef int64_t max_dim = ps.max_dim
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t p = f.n_features
     cdef double[:, ::1] zeta = np.zeros((n_rows, p))
@@ -1078,7 +1063,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     if n_rows == 0:
         return np.asarray(zeta)
     with nogil, parallel(num_threads=n_threads):
-        r = ranker_alloc(n_all_leaves, n_entries, f.max_tree_nodes, max_dim, p)
+        r = ranker_alloc(ps.n_leaves, ps.n_entries, f.max_tree_nodes, max_dim, p)
         scratch_ready(&stop, &r.mem)
         z = r.state
         grad = r.state + p
@@ -1087,9 +1072,7 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
         for i in prange(n_rows, schedule="dynamic", chunksize=1):
             if interrupted(&stop):
                 continue
-            n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &leaf_node[0], &dim[0],
-                                       &fstart[0], &feature[0], &ratio[0], &edge[0],
-                                       &tree_leaf_start[0], &r)
+            n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &ps, &r)
             for j in range(p):
                 z[j] = 0.5
                 moment1[j] = 0.0
