@@ -533,3 +533,19 @@ def test_integer_category_levels_are_coded_like_xgboost():
         model.get_booster().predict(xgb.DMatrix(test, enable_categorical=True))
     with pytest.raises(ValueError, match="did not see in training"):
         shap_values(model, test)
+
+
+@pytest.mark.parametrize("label", [0.0, 1.0])
+def test_logistic_base_score_of_a_constant_label_is_clamped_as_xgboost_does(label):
+    """A constant 0/1 label stores base_score 0 or 1; XGBoost clamps it to
+    [1e-6, 1 - 1e-6] before its float32 logit (margins -13.8155 and 13.7452),
+    where an unclamped logit would be infinite."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 2},
+                        xgb.DMatrix(X, label=np.full(100, label)), num_boost_round=3)
+    margin = booster.predict(xgb.DMatrix(X[:5]), output_margin=True)
+    assert np.all(np.isfinite(margin)) and abs(margin[0]) > 13
+    np.testing.assert_allclose(predict_raw(booster, X[:5]).ravel(), margin, rtol=1e-6)
+    phi = shap_values(booster, X[:5])
+    np.testing.assert_allclose(phi.sum(axis=1), margin, rtol=1e-6)

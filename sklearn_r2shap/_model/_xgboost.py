@@ -219,7 +219,13 @@ def _base_margin(text, objective, n_outputs, model_type):
     # XGBoost stores base_score as float32.
     score = _parse_base_score(text).astype(np.float32).astype(np.float64)
     if objective in _LOGIT_OBJECTIVES:
-        margin = -np.log(1.0 / score - 1.0)
+        # XGBoost clamps the probability to [1e-6, 1 - 1e-6] and takes its logit in
+        # float32 there (a constant label column stores 0 or 1: margins -13.8155, 13.7452)
+        edge = (score < np.float32(1e-6)) | (score > np.float32(1.0 - 1e-6))
+        clamped = np.clip(score, np.float32(1e-6), np.float32(1.0 - 1e-6)).astype(np.float32)
+        one = np.float32(1.0)
+        margin = np.where(edge, -np.log(one / clamped - one).astype(np.float64),
+                          -np.log(1.0 / np.where(edge, 0.5, score) - 1.0))
     elif objective in _LOG_OBJECTIVES:
         margin = np.log(score)
     elif objective in _IDENTITY_OBJECTIVES:
