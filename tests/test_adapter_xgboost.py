@@ -15,6 +15,7 @@ from sklearn_r2shap import (  # noqa: E402
     beta_shapley_values,
     predict_raw,
     saabas_values,
+    shap_interaction_values,
     shap_values,
     to_ensemble,
 )
@@ -447,13 +448,22 @@ def test_vector_leaf_ensemble():
     assert parallel.n_trees == 24 and parallel.n_values == 3
 
 
-def test_vector_leaf_xgboost_has_no_contributions():
+def test_vector_leaf_against_xgboost_contributions():
     """XGBoost 3.2 refuses pred_contribs / pred_interactions for vector leaves
-    ("not yet implemented"), so only enumeration checks these values."""
+    ("not yet implemented": enumeration is then the only reference); XGBoost
+    3.3+ computes them, and ours equal them (its float32 sums)."""
     case = get_case("vector_leaf")
-    for kind in ("pred_contribs", "pred_interactions"):
-        with pytest.raises(xgb.core.XGBoostError, match="multi-target tree"):
-            case.library(slice(0, 3), **{kind: True})
+    rows = slice(0, 3)
+    ours = {"pred_contribs": shap_values(case.model, case.X[rows]),
+            "pred_interactions": shap_interaction_values(case.model, case.X[rows])}
+    for kind, mine in ours.items():
+        try:
+            theirs = case.library(rows, **{kind: True})
+        except xgb.core.XGBoostError as error:
+            assert "multi-target tree" in str(error)
+            continue
+        assert theirs.shape == mine.shape
+        close(mine, theirs, 1e-5)
 
 
 @pytest.mark.parametrize("name", ["vector_leaf", "vector_leaf_parallel"])
@@ -482,13 +492,21 @@ def test_vector_leaf_semivalues_vs_subset_enumeration(name):
     close(phi.sum(axis=-1), case.margin(), 1e-6)
 
 
-def test_vector_leaf_dart_is_refused_by_xgboost():
-    """No dart vector-leaf model exists to read: XGBoost refuses to train one."""
+def test_vector_leaf_dart_is_read_or_refused_by_xgboost():
+    """XGBoost 3.2 refuses to train dart with vector leaves; 3.3+ trains it
+    (saved as gbtree with weight_drop), and we read it exactly."""
     X, y = make_data(nan_fraction=0)
     model = xgb.XGBRegressor(multi_strategy="multi_output_tree", tree_method="hist",
-                             booster="dart", n_estimators=2, max_depth=2)
-    with pytest.raises(xgb.core.XGBoostError, match="dart"):
+                             booster="dart", n_estimators=4, max_depth=2, rate_drop=0.5,
+                             random_state=0)
+    try:
         model.fit(X, np.column_stack([y, -y]))
+    except xgb.core.XGBoostError as error:
+        assert "dart" in str(error)
+        return
+    margin = model.get_booster().predict(xgb.DMatrix(X[:20]), output_margin=True)
+    close(predict_raw(model, X[:20]), margin, 1e-6)
+    close(shap_values(model, X[:20]).sum(axis=-1), margin, 1e-6)
 
 
 def test_vector_leaf_of_unexpected_width_raises():
