@@ -192,6 +192,9 @@ def test_vector_leaf_regressors(kind):
     Y = np.column_stack([y, np.cos(y), np.nan_to_num(X[:, 0])])
     if kind == "xgboost_vector_leaf":
         xgb = pytest.importorskip("xgboost")
+        if tuple(int(v) for v in xgb.__version__.split(".")[:2]) < (3, 2):
+            pytest.skip(f"XGBoost {xgb.__version__} saves no hessian sums for vector leaves "
+                        "(refused by name: test_adapter_xgboost.py)")
         model = xgb.XGBRegressor(n_estimators=4, max_depth=3, multi_strategy="multi_output_tree",
                                  tree_method="hist", n_jobs=1).fit(X, Y)
         raw, rtol = (lambda Z: model.predict(Z, output_margin=True)), 1e-5

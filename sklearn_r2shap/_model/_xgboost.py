@@ -282,6 +282,13 @@ def _tree_arrays(tree, weight, output, model_type, n_outputs=1):
     default_left = np.where(categorical, ~default_left, default_left)
 
     if size_leaf_vector > 1:
+        if "sum_hessian" not in tree:  # XGBoost before 3.2
+            raise UnsupportedModelError(
+                f"{model_type} has vector-leaf trees (multi_strategy='multi_output_tree') "
+                "saved without their hessian sums, the covers of the path-dependent game "
+                "(XGBoost before 3.2); refit with xgboost>=3.2, or with "
+                "multi_strategy='one_output_per_tree'."
+            )
         vectors = np.asarray(tree.get("base_weights", []), dtype=np.float32)
         if size_leaf_vector != n_outputs or vectors.size != n * size_leaf_vector:
             raise UnsupportedModelError(
