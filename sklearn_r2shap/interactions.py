@@ -251,9 +251,9 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     ensemble = call.ensemble
     width = ensemble.n_features + 1
     row_bytes = 8 * ensemble.n_outputs * width * width
+    seconds_per_row = semivalue_seconds(ensemble, ensemble.n_path_features)
     block_rows = _local.block_rows_for(
-        semivalue_seconds(ensemble, ensemble.n_path_features),
-        maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
+        seconds_per_row, maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
     game = InteractionGame(ensemble, call.n_rows)
     if call.dask:
         sums = _dask_sums(call, game, sample_weight, block_rows)
@@ -265,8 +265,7 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
                 game, start, block, None if weight is None else weight[start:stop],
                 n_threads=call.n_threads),
             ensemble, call.rows, block_rows=block_rows,
-            progress=progress_of(call, "SHAP interaction summary",
-                                 semivalue_seconds(ensemble, ensemble.n_path_features)))
+            progress=progress_of(call, "SHAP interaction summary", seconds_per_row))
     total_weight = float(sums["weight"].total())
     if not total_weight > 0:
         raise ValueError("sample_weight is zero for every row: no row counts.")
