@@ -10,8 +10,8 @@ from ._errors import SampledAlgorithmWarning, UnsupportedModelError
 from ._model import TreeEnsemble, to_ensemble
 from . import metrics
 from ._execution.cost import CostEstimate
-from ._scores import R2Decomposition, ShapFlexDecomposition
-from .decomposition import estimate_cost, r2_decomposition
+from ._scores import R2Decomposition, R2Interactions, ShapFlexDecomposition
+from .decomposition import estimate_cost, r2_decomposition, r2_interactions
 from .piecewise import piecewise_ensemble, piecewise_predict, piecewise_shap_values
 from .shapflex import shapflex_decomposition
 from .ranking import multilinear_gradient, treegrad_scores
@@ -53,6 +53,8 @@ __all__ = [
     "probabilistic_values",
     "r2_decomposition",
     "R2Decomposition",
+    "r2_interactions",
+    "R2Interactions",
     "ShapFlexDecomposition",
     "ShapleyR2Importance",
     "ShapleyR2RFECV",

@@ -238,3 +238,13 @@ def restrict_decomposition(result, player_names):
                    std_errors=cut(result.std_errors), local=cut(result.local, axis=1),
                    mc_std_errors=cut(result.mc_std_errors),
                    feature_names=np.asarray(player_names, dtype=object))
+
+
+def restrict_interactions(result, player_names):
+    """An R2Interactions of a grouped ensemble with its null players dropped
+    (as :func:`restrict_decomposition`)."""
+    k = len(player_names)
+    local = None if result.local is None else result.local[:, :k, :k]
+    return replace(result, shares=result.shares[:k, :k], std_errors=result.std_errors[:k, :k],
+                   local=local,
+                   decomposition=restrict_decomposition(result.decomposition, player_names))

@@ -14,7 +14,7 @@ Weights are rescaled by a power of two (exact) so that the largest is in
 that neither tiny nor huge scales underflow or overflow.
 
 Layer: games (the losses the games are built from, and the result type):
-imports the ground floor only (``plotting`` for ``R2Decomposition.plot``).
+imports the ground floor only (``plotting`` for the results' ``plot``).
 """
 import math
 from dataclasses import dataclass
@@ -27,9 +27,9 @@ from ._errors import UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
-from .plotting import plot_bars
+from .plotting import plot_bars, plot_heatmap
 
-__all__ = ["R2Decomposition", "ShapFlexDecomposition", "check_target", "check_weights",
+__all__ = ["R2Decomposition", "R2Interactions", "ShapFlexDecomposition", "check_target", "check_weights",
            "loss_of"]
 
 SCORE_LABELS = {
@@ -228,6 +228,132 @@ class R2Decomposition(_Shares):
              "and higher-order remainder."),
         ]
         return "\n".join(lines)
+
+
+@dataclass(repr=False)
+class R2Interactions:
+    """Main effects and pairs' interaction shares of a model's R^2 or D^2 (the result of :func:`r2_interactions`).
+
+    The matrix ``shares`` splits each feature's share of the score
+    (``decomposition.shares``, as :func:`r2_decomposition` reports it) into
+    its main effect (the diagonal) and half of its interaction share with
+    every other feature (off the diagonal, symmetric), the layout of SHAP
+    interaction values: ``shares.sum(axis=1) == decomposition.shares`` and
+    ``shares.sum() + unattributed == score``. The interaction share of the
+    pair (j, k) is ``shares[j, k] + shares[k, j]`` (:meth:`pair_shares`).
+
+    Attributes
+    ----------
+    shares : ndarray of shape (n_features, n_features)
+        ``-(1/L0) sum_i`` of the rows' SHAP interaction values of the score's
+        game (documentation page "Shapley decomposition of R^2", section
+        "Interaction shares").
+    std_errors : ndarray of shape (n_features, n_features)
+        Standard errors of the cells, ``sqrt(n * var_i)`` of their per-row
+        terms (rows treated as i.i.d.; rows of zero weight left out). A pair's
+        share has twice its cell's standard error.
+    decomposition : R2Decomposition
+        The shares of the features (the matrix's row sums), the score and
+        everything :func:`r2_decomposition` reports.
+    local : ndarray of shape (n_rows, n_features, n_features) or None
+        Per-row terms (``return_local=True``); they sum over rows to ``shares``.
+    """
+
+    shares: np.ndarray
+    std_errors: np.ndarray
+    decomposition: R2Decomposition
+    local: Optional[np.ndarray] = None
+
+    @property
+    def score(self):
+        """The model's R^2 or D^2 on the data (``decomposition.score``)."""
+        return self.decomposition.score
+
+    @property
+    def unattributed(self):
+        """``score - shares.sum()``, as ``decomposition.unattributed``."""
+        return self.decomposition.unattributed
+
+    @property
+    def feature_names(self):
+        return self.decomposition.feature_names
+
+    @property
+    def score_name(self):
+        return self.decomposition.score_name
+
+    @property
+    def n_rows(self):
+        return self.decomposition.n_rows
+
+    @property
+    def main_effects(self):
+        """Each feature's main effect: the diagonal of ``shares``."""
+        return np.diag(self.shares).copy()
+
+    def pair_shares(self):
+        """The (n_features, n_features) matrix of the pairs' interaction shares,
+        ``shares[j, k] + shares[k, j]``, 0 on the diagonal."""
+        pairs = self.shares + self.shares.T
+        np.fill_diagonal(pairs, 0.0)
+        return pairs
+
+    def top_pairs(self, n=10):
+        """The ``n`` pairs of largest absolute interaction share, as a pandas
+        DataFrame with columns ``feature_1``, ``feature_2``, ``share``,
+        ``std_error`` and ``fraction`` (of the score)."""
+        pd = import_optional("pandas", "R2Interactions.top_pairs()")
+        j, k = np.triu_indices(len(self.feature_names), 1)
+        share = self.pair_shares()[j, k]
+        order = np.argsort(-np.abs(share), kind="mergesort")[:n]
+        names = np.asarray(self.feature_names)
+        return pd.DataFrame({
+            "feature_1": names[j[order]], "feature_2": names[k[order]], "share": share[order],
+            "std_error": 2.0 * self.std_errors[j[order], k[order]],
+            "fraction": share[order] / self.score if self.score != 0 else np.nan})
+
+    def plot(self, ax=None, max_features=20):
+        """Heatmap (matplotlib): main effects on the diagonal, the pairs'
+        interaction shares off it; the features of the largest row sums of
+        absolute values first."""
+        matrix = self.pair_shares() + np.diag(self.main_effects)
+        label = self.decomposition.score_label.replace("^2", "$^2$")
+        return plot_heatmap(matrix, self.feature_names, ax=ax, max_features=max_features,
+                            label=f"share of {label}",
+                            title=(f"{label} = {self.score:.3f} on {self.n_rows} rows: main "
+                                   "effects (diagonal) and pairs"))
+
+    def _terms(self):
+        """Names, shares and standard errors of the main effects, then the pairs."""
+        names = [str(name) for name in self.feature_names]
+        j, k = np.triu_indices(len(names), 1)
+        return ([f"{name} (main)" for name in names]
+                + [f"{names[a]} x {names[b]}" for a, b in zip(j, k)],
+                np.concatenate([self.main_effects, self.pair_shares()[j, k]]),
+                np.concatenate([np.diag(self.std_errors), 2.0 * self.std_errors[j, k]]))
+
+    def __str__(self):
+        names, shares, errors = self._terms()
+        short = score_short(self.score_name)
+        lines = shares_table(names, shares, errors, float(self.score), float(self.unattributed),
+                             self.score_name, max_rows=MAX_ROWS,
+                             score_label=self.decomposition.score_label)
+        return "\n".join(
+            [f"R2Interactions: exact Shapley main effects and interaction shares of the "
+             f"{self.decomposition.score_label} on {self.n_rows} rows", ""] + lines + [
+                "",
+                f"(main): the feature's main effect; a x b: the pair's interaction share "
+                f"(both halves). Main effects + pairs + unattributed = {short}."])
+
+    def __repr__(self):
+        pairs = self.pair_shares()
+        text = (f"R2Interactions: {len(self.feature_names)} features, "
+                f"{self.decomposition.score_label} = {self.score:.4g}")
+        if len(pairs) > 1:
+            j, k = np.unravel_index(np.argmax(np.abs(np.triu(pairs, 1))), pairs.shape)
+            text += (f"; largest pair share {pairs[j, k]:.4g} ({self.feature_names[j]}, "
+                     f"{self.feature_names[k]})")
+        return text
 
 
 @dataclass(repr=False)

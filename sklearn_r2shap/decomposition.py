@@ -30,12 +30,15 @@ from ._games import r2 as _r2
 from ._kernels import _qshap_sampled
 from ._model import explainable_ensemble, to_ensemble
 from ._prepare import prepare
-from ._scores import R2Decomposition, SquaredError, check_target, check_weights, loss_of
+from ._errors import UnsupportedModelError
+from ._scores import R2Decomposition, R2Interactions, SquaredError, check_target, check_weights
+from ._scores import loss_of
 from ._scores import is_multi_output_regression
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
 from ._validation import resolve_n_jobs
 
-__all__ = ["r2_decomposition", "R2Decomposition", "estimate_cost"]
+__all__ = ["r2_decomposition", "R2Decomposition", "r2_interactions", "R2Interactions",
+           "estimate_cost"]
 
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
@@ -254,6 +257,118 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     return result
 
 
+def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
+                    verbose="auto", max_samples=None, random_state=None, groups=None):
+    """Exact Shapley main effects and pairs' interaction shares of a model's R^2 or D^2.
+
+    Splits each feature's share of the score, as :func:`r2_decomposition`
+    reports it, into a main effect and its parts shared with every other
+    feature: the SHAP interaction values (Lundberg et al. 2020, eq. (8)) of
+    the same per-row games, ``-(1/L0) w_i [a m_S^2 + b m_S]`` for every tree
+    (squared error: each tree against the residuals of the trees before it,
+    or the symmetric game of a forest), summed over rows. The game is
+    multilinear in the features' indicators, so the values are computed
+    exactly, from leaf pairs and Gauss-Legendre quadrature of the second
+    derivatives of its multilinear extension (documentation page "Shapley
+    decomposition of R^2", section "Interaction shares"). With
+    ``S = result.shares``:
+
+    * ``S[j, j]`` is feature j's main effect and ``S[j, k] + S[k, j]`` the
+      interaction share of the pair (j, k) (``result.pair_shares()``);
+    * ``S.sum(axis=1)`` equals ``r2_decomposition(...).shares`` and
+      ``S.sum() + result.unattributed == result.score``.
+
+    Parameters
+    ----------
+    model : fitted tree model
+        As :func:`r2_decomposition`, with a single output.
+    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+        The rows (a dask collection: decomposed partition by partition on its
+        workers, as :func:`r2_decomposition`).
+    y : array-like of shape (n_rows,)
+        Targets; class labels for classifiers.
+    sample_weight : array-like of shape (n_rows,), default=None
+        Weights of the rows in every sum.
+    return_local : bool, default=False
+        Keep the (n_rows, n_features, n_features) per-row terms in
+        ``.local``. Not with a dask X.
+    n_jobs : int, default=None
+        Threads (None: all cores). The result does not depend on it, bit
+        for bit.
+    verbose : "auto" or int, default="auto"
+        Progress, as in :func:`r2_decomposition`.
+    max_samples : int or float, default=None
+        Decompose a random subset of the rows (as in
+        :func:`r2_decomposition`): the shares estimate those of all rows and
+        the standard errors include the subsampling.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the row subset.
+    groups : mapping or "input", default=None
+        Feature groups as players (as in :func:`r2_decomposition`): main
+        effects and interactions of groups.
+
+    Returns
+    -------
+    R2Interactions
+        ``shares`` (n_features, n_features), ``std_errors``,
+        ``main_effects``, ``pair_shares()``, ``top_pairs()``, ``plot()``, and
+        the features' ``decomposition`` (an :class:`R2Decomposition`).
+
+    Raises
+    ------
+    UnsupportedModelError
+        What :func:`r2_decomposition` refuses, multi-output regressors, and
+        trees with more than 64 distinct features on a root-to-leaf path.
+
+    See Also
+    --------
+    r2_decomposition : the features' shares alone (about 5x faster).
+    shap_interaction_summary : interactions of the prediction, not of the score.
+
+    Notes
+    -----
+    The cost per row and tree grows with the square of the number of leaves,
+    as the exact R^2 decomposition's, with a larger constant:
+    ``benchmarks/RESULTS.md`` has the measured ratio. There is no sampled
+    algorithm for interactions; ``max_samples`` decomposes fewer rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> from sklearn_r2shap import r2_decomposition, r2_interactions
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(500, 4))
+    >>> y = X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=500)
+    >>> model = GradientBoostingRegressor(max_depth=3, random_state=0).fit(X, y)
+    >>> result = r2_interactions(model, X, y)
+    >>> bool(np.allclose(result.shares.sum(axis=1), r2_decomposition(model, X, y).shares))
+    True
+    >>> bool(np.isclose(result.shares.sum() + result.unattributed, result.score))
+    True
+    >>> top = result.top_pairs(1)
+    >>> top.feature_1[0], top.feature_2[0]
+    ('x0', 'x1')
+    >>> bool(top.share[0] > 0.5 * result.score)
+    True
+    """
+    options = _Options(algorithm="exact", exact_budget=np.inf, n_permutations=2,
+                       max_samples=max_samples, random_state=random_state)
+    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose,
+                   ensemble_of=to_ensemble if groups is None else explainable_ensemble)
+    if is_multi_output_regression(call.ensemble):
+        raise UnsupportedModelError(
+            f"r2_interactions decomposes the score of one output; {call.ensemble.model_type} "
+            f"has {call.ensemble.n_outputs}. Use r2_decomposition for each output's shares, or "
+            "fit one model per output.")
+    run = _dask_r2_decomposition if call.dask else _local_r2_decomposition
+    result = run(call, loss_of(call.ensemble), y, sample_weight=sample_weight,
+                 return_local=return_local, options=options, work=_r2._PairBlockWork)
+    if call.players is not None:  # the groups as players, null players dropped
+        result = _groups.restrict_interactions(result, call.players)
+    return result
+
+
 def _per_output_decomposition(call, Y, *, sample_weight, return_local, options):
     """:func:`r2_decomposition` of a multi-output regressor: one R2Decomposition per
     output, each the decomposition of the single-output ensemble of that output
@@ -321,9 +436,11 @@ class _Options:
     random_state: object
 
 
-def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, options):
+def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, options,
+                            work=_r2._BlockWork):
     """:func:`r2_decomposition` of rows in memory: the local executor over fixed
-    blocks of rows, merged in block order."""
+    blocks of rows, merged in block order. ``work``: the block work's class
+    (:func:`r2_interactions`: ``_r2._PairBlockWork``)."""
     ensemble, n_rows = call.ensemble, call.n_rows
     scale = 1.0
     if isinstance(loss, SquaredError) and loss.classes is None:
@@ -332,7 +449,7 @@ def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, optio
     else:
         weight = check_weights(sample_weight, n_rows)
         target = loss.target(y, n_rows, ensemble)
-    plan = _r2._BlockWork.of(ensemble, loss, scale)
+    plan = work.of(ensemble, loss, scale)
     with np.errstate(all="ignore"):
         total = loss.null_loss(target, weight)
     if not total > 0:
@@ -343,8 +460,8 @@ def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, optio
         raise ValueError("return_local=True needs every row: it cannot be combined with "
                          "max_samples.")
     n_used = n_rows if rows is None else len(rows)
-    local = np.empty((n_rows, call.n_features)) if return_local else None
-    progress = _local.Progress(n_used, call.verbose, f"R^2 decomposition ({plan.algorithm})",
+    local = np.empty(plan.local_shape(n_rows)) if return_local else None
+    progress = _local.Progress(n_used, call.verbose, f"{plan.description} ({plan.algorithm})",
                                plan.seconds)
     try:
         statistics = _statistics(plan, call.rows, target, weight, rows=rows, local=local,
@@ -386,6 +503,7 @@ def _choose(plan, n_rows, *, n_threads, block_threads, options):
     if plan.algorithm == "sampled":
         plan.chunk_rows = min(plan.chunk_rows, max(
             16, (1 << 22) // (plan.n_permutations * plan.ensemble.n_features)))
+    plan.limit_block_rows()
     return rows
 
 
@@ -442,7 +560,8 @@ def _r2_block(X, y, where, weight=None, *, payload):
     return _statistics(plan, X, target, weight, first=first, rows=rows, null_mean=null_mean)
 
 
-def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, options):
+def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, options,
+                           work=_r2._BlockWork):
     """:func:`r2_decomposition` of a dask collection: two passes, tree-reduced.
 
     Pass 1 reads y and the weights only (row counts per partition, the
@@ -461,7 +580,7 @@ def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, option
         raise ValueError("r2_decomposition requires y, but y is None.")
     ensemble, X = call.ensemble, call.rows  # X checked on an empty stand-in, whole rows
     # refuse what the in-memory call refuses, before any pass
-    _r2._BlockWork.of(ensemble, loss, 1.0)
+    work.of(ensemble, loss, 1.0)
 
     lengths_of_X = []
 
@@ -490,7 +609,7 @@ def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, option
         loss) else 1.0
     null_mean = first["target"].mean / scale
 
-    plan = _r2._BlockWork.of(ensemble, loss, scale)
+    plan = work.of(ensemble, loss, scale)
     # the estimate: all rows on n_jobs threads of this machine (None: all its cores)
     rows = _choose(plan, n_rows, n_threads=resolve_n_jobs(call.n_jobs),
                    block_threads=call.n_threads, options=options)

@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._errors import UnsupportedModelError
-from .._kernels import _predict, _qshap, _qshap_sampled
+from .._kernels import _predict, _qshap, _qshap_interactions, _qshap_sampled, _semivalues
 from .._numerics import Extremes, Moments, _unit_rule, quadrature_sizes
-from .._scores import R2Decomposition, SquaredError, _regression_target
+from .._scores import R2Decomposition, R2Interactions, SquaredError, _regression_target
 from .._validation import check_row_weights
 
 
@@ -56,6 +56,23 @@ class R2Terms:
             self.slots = _qshap_sampled.tree_slots(ensemble) if slots is None else slots
         else:
             raise ValueError(f"unknown algorithm {algorithm!r}")
+
+    def pairs(self, X, square_coef, linear_coef):
+        """Per row, the (n_features, n_features) matrix of the games' SHAP
+        interaction values Phi_jk (0 on the diagonal; exact algorithm only)."""
+        if not hasattr(self, "_pair_plan"):
+            structure = _semivalues.pattern_structure(self.ensemble)
+            if structure["leaf_dim"].max(initial=0) > 64:
+                raise UnsupportedModelError(
+                    f"{self.ensemble.model_type} has a leaf with more than 64 distinct features "
+                    "on its path: its interaction shares are not computed; use "
+                    "r2_decomposition for the shares alone.")
+            self._pair_plan = (structure,) + tuple(
+                _qshap._tree_rules(self.ensemble, self.points, self.weights))
+        structure, tree_m, rule_points, rule_weights = self._pair_plan
+        return _qshap_interactions.r2_interaction_terms(
+            self.ensemble, structure, X, square_coef, linear_coef, tree_m, rule_points,
+            rule_weights, self.n_threads)
 
     def __call__(self, X, square_coef, linear_coef, row_ids):
         if self.algorithm == "exact":
@@ -207,10 +224,28 @@ class _BlockWork:
     n_threads: int = None
     tree_mean: object = None  # each tree's cover-weighted mean (computed once)
 
+    #: what a call computes (its progress bar's title)
+    description = "R^2 decomposition"
+
     @classmethod
     def of(cls, ensemble, loss, scale):
         work, symmetric = _game_ensemble(ensemble, loss, scale)
         return cls(ensemble, loss, work, symmetric)
+
+    def coefficients(self, X_chunk, target, weight):
+        """The games' coefficients (a, b), shape (n_rows, n_trees), of a block of
+        checked rows with their targets and weights."""
+        work = self.work
+        base = np.asarray(work.base_value, dtype=np.float64)
+        if self.tree_mean is None:
+            self.tree_mean = np.ascontiguousarray(
+                _predict.node_means(work)[work.tree_start[:-1], 0])
+        leaf = _predict.leaf_values(work, X_chunk, self.n_threads)
+        with np.errstate(all="ignore"):
+            if self.symmetric:
+                return _symmetric_game(leaf, target, weight, base, self.tree_mean,
+                                       work.tree_output)
+            return second_order_game(leaf, self.loss, target, weight, base, work.tree_output)
 
     def block(self, X_chunk, target, weight, ids, first=0, subset=False, with_loss=True):
         """The per-row terms of a block of checked rows and its statistics.
@@ -225,20 +260,8 @@ class _BlockWork:
         variances) and ``loss`` (sum of w l(y, f(x)) over the block's rows,
         0 unless ``with_loss``).
         """
-        work, n_threads, n_features = self.work, self.n_threads, self.ensemble.n_features
-        base = np.asarray(work.base_value, dtype=np.float64)
-        if self.tree_mean is None:
-            self.tree_mean = np.ascontiguousarray(
-                _predict.node_means(work)[work.tree_start[:-1], 0])
-        tree_mean = self.tree_mean
-        leaf = _predict.leaf_values(work, X_chunk, n_threads)
-        with np.errstate(all="ignore"):
-            if self.symmetric:
-                square_coef, linear_coef = _symmetric_game(
-                    leaf, target[ids], weight[ids], base, tree_mean, work.tree_output)
-            else:
-                square_coef, linear_coef = second_order_game(
-                    leaf, self.loss, target[ids], weight[ids], base, work.tree_output)
+        n_features = self.ensemble.n_features
+        square_coef, linear_coef = self.coefficients(X_chunk, target[ids], weight[ids])
         terms, variance = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
         loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
         # rows of zero weight are absent from the data, also for the standard
@@ -249,6 +272,13 @@ class _BlockWork:
             "mc_variance": (np.zeros(n_features) if variance is None
                             else variance.sum(axis=0)),
             "loss": loss_sum}
+
+    def local_shape(self, n_rows):
+        """The shape of the per-row terms of ``n_rows`` rows (``return_local``)."""
+        return (n_rows, self.ensemble.n_features)
+
+    def limit_block_rows(self):
+        """Cap ``chunk_rows`` by the memory of a block's results (none here)."""
 
     def empty_statistics(self):
         """The statistics of no row (the identity of the merge)."""
@@ -296,6 +326,69 @@ class _BlockWork:
             mc_std_errors=mc_std_errors, n_rows_sampled=None if n_used == n_rows else n_used,
             score_name=self.loss.score, power=self.loss.power,
         )
+
+
+@dataclass
+class _PairBlockWork(_BlockWork):
+    """The per-block work of :func:`r2_interactions`: the statistics of
+    :class:`_BlockWork` and, per row, the (n_features, n_features) matrix of
+    its terms (unscaled): halves of the pairs' interaction terms off the
+    diagonal, main effects on it, so that each row of the matrix sums to the
+    feature's term of :class:`_BlockWork` (documentation page "Shapley
+    decomposition of R^2", "Interaction shares")."""
+
+    description = "R^2 interaction shares"
+    #: the interaction kernel's time over the R^2 kernel's, for the progress
+    #: estimate (XGBoost depth 6: benchmarks/bench_r2_interactions.py)
+    cost_ratio = 6.0
+    #: the most bytes of a block's (rows, n_features, n_features) matrices
+    block_bytes = 32 << 20
+
+    def local_shape(self, n_rows):
+        p = self.ensemble.n_features
+        return (n_rows, p, p)
+
+    def limit_block_rows(self):
+        p = self.ensemble.n_features
+        self.chunk_rows = int(max(1, min(self.chunk_rows, self.block_bytes // (8 * p * p))))
+        self.seconds *= self.cost_ratio
+
+    def block(self, X_chunk, target, weight, ids, first=0, subset=False, with_loss=True):
+        """``(matrices, statistics)``: the block's per-row matrices, and the
+        statistics of :meth:`_BlockWork.block` with ``pair_sums`` (their sum)
+        and ``pair_terms`` (their Moments over the rows of positive weight)."""
+        square_coef, linear_coef = self.coefficients(X_chunk, target[ids], weight[ids])
+        terms, _ = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
+        matrices = self.terms_of.pairs(X_chunk, square_coef, linear_coef)
+        diagonal = np.arange(matrices.shape[1])
+        matrices[:, diagonal, diagonal] = terms - matrices.sum(axis=2)
+        # as _BlockWork.block: rows of zero weight are absent, unless a random subset
+        counted = np.ones(len(ids), dtype=bool) if subset else weight[ids] > 0
+        loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
+        return matrices, {
+            "sums": terms.sum(axis=0), "terms": Moments.of(terms[counted]),
+            "mc_variance": np.zeros(self.ensemble.n_features), "loss": loss_sum,
+            "pair_sums": matrices.sum(axis=0), "pair_terms": Moments.of(matrices[counted])}
+
+    def empty_statistics(self):
+        p = self.ensemble.n_features
+        return {**super().empty_statistics(), "pair_sums": np.zeros((p, p)),
+                "pair_terms": Moments.of(np.zeros((0, p, p)))}
+
+    def finalize(self, statistics, total, *, n_rows, n_used, names, local=None):
+        """The R2Interactions from the merged statistics of every block and L0."""
+        decomposition = super().finalize(statistics, total, n_rows=n_rows, n_used=n_used,
+                                         names=names)
+        moments = statistics["pair_terms"]
+        count = moments.weight
+        scale = n_rows / n_used / total  # as _BlockWork.finalize
+        std_errors = (np.sqrt(count * moments.m2 / (count - 1)) * scale if count > 1
+                      else np.full(moments.m2.shape, np.nan))
+        if local is not None:
+            local /= -total
+        return R2Interactions(
+            shares=statistics["pair_sums"] * -scale, std_errors=std_errors,
+            decomposition=decomposition, local=local)
 
 
 def _subsample_rows(n_rows, max_samples, random):

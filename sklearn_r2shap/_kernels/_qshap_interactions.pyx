@@ -1,0 +1,368 @@
+# Shapley interaction shares of R^2 (doc/r2_decomposition.rst, "Interaction
+# shares"; DESIGN section 3 for the games, section 7 for interaction values).
+#
+# Per row i and tree k the R^2 game is a_ik m_S^2 + b_ik m_S (the Q-SHAP
+# coefficients of _qshap.r2_terms: squared error a = w_i, b = -2 w_i c_ik).
+# Its SHAP interaction value (Lundberg et al. 2020, eq. (8)) is, for j != k,
+#     Phi_jk = (1/2) int_0^1 d_j d_k U(t 1) dt
+# with U the game's multilinear extension (Grabisch's Shapley interaction
+# index; _interactions.pyx, (I1)). For the linear part U = sum_l rho_l U_l,
+# U_l = prod_{j in F_l} u_j(l), u_j(l) = (1 - t) R_jl + t X_jl, so
+#     d_j d_k U_l = U_l alpha_j(l) alpha_k(l),  alpha_j(l) = (X_jl - R_jl) / u_j(l).
+# For the squared part U = sum over ordered leaf pairs (l1, l2) of
+# rho_1 rho_2 P(l1, l2), P = prod over F_1 u F_2 of the pair's factors (_qshap.pyx:
+# g_j = (1 - t) R_j1 R_j2 + t X_j1 X_j2 on both paths, u_j(l) on one), so
+#     d_j d_k P = P a_j a_k,  a_j = alpha_j(l1) + alpha_j(l2) + kappa_j,
+# alpha_j(l) = 0 off l's path, kappa_j = (X1 X2 - R1 R2) / g_j - alpha_j(l1)
+# - alpha_j(l2) on shared features (0 elsewhere). With M = rho_1 rho_2 P
+# (symmetric, summed over l1 != l2) and the sums over a leaf's partners
+#     Q_l = sum_{l'} M(l, l'),  K_l = sum_{l'} M(l, l') kappa(l, l'),
+#     (M A)_l = sum_{l'} M(l, l') alpha(l'),
+# the off-diagonal pairs give
+#     sum M a a^T = 2 sum_l Q_l alpha_l alpha_l^T + 2 sym(sum_l alpha_l (M A)_l^T)
+#                   + 2 sym(sum_l K_l alpha_l^T) + 2 sum_{l1 < l2} M kappa kappa^T
+# (sym(Z) = Z + Z^T, its two halves added into [j][k] and [k][j] of a full
+# matrix whose two triangles are added at the end), and the diagonal pairs
+# l1 = l2 the product over one path with g_j = (1 - t) R_j^2 + t X_j. Cost per
+# row, tree and Gauss node: O(L^2 (d + s^2) + L d F), L leaves, d path
+# features, s shared features of a pair, F the tree's features.
+#
+# A factor vanishes only where its R and X products are 0 (a zero-cover edge
+# x does not take); its derivative X - R (or X1 X2 - R1 R2) is then 0 too, so
+# every derivative of that leaf's or pair's term is 0: it is skipped, and the
+# other factors are divided exactly. The integrand has degree at most
+# |F_1 u F_2| - 2, below the degree the R^2 kernel's rule per tree is exact
+# for (_qshap._tree_rules).
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memset
+
+from ._common cimport Buffers, buffers_new, buffers_free, block_leaf_patterns, scratch_ready, take
+from ._forest cimport (
+    Forest, Patterns, forest_from, patterns_from,
+    Interrupt, interrupt_new, interrupted, interrupt_raise,
+)
+
+
+cdef enum:
+    MAX_NODES = 64  # Gauss nodes of a tree's rule: at most its path features (<= 64)
+
+
+cdef struct PairRow:
+    uint8_t* left_taken
+    uint64_t* pattern
+    uint64_t* leaf_pattern   # per leaf of the tree
+    uint8_t* alive           # per leaf
+    # per Gauss node q, innermost ([.. * m + q]):
+    double* rU               # per leaf: rho_l U_l
+    double* Q                # per leaf: sum over partners of M
+    double* iu               # per leaf entry (the tree's, from 0): 1 / u_j(l)
+    double* alpha
+    double* K
+    double* MA               # (leaves, tree features): sum over later partners of M alpha
+    double* kappa            # one pair's shared features
+    double* H                # (tree features, tree features), both triangles, summed over q
+    int64_t* pos             # tree feature -> entry of the pair's first leaf, or -1
+    int64_t* shared_e1       # one pair's shared features: entries in l1 and l2
+    int64_t* shared_e2
+    Buffers mem
+
+
+cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_entries,
+                            int64_t max_local, int64_t max_dim, int64_t m) noexcept nogil:
+    cdef PairRow s
+    s.mem = buffers_new()
+    s.left_taken = <uint8_t*> take(&s.mem, max_nodes * sizeof(uint8_t))
+    s.pattern = <uint64_t*> take(&s.mem, max_nodes * sizeof(uint64_t))
+    s.leaf_pattern = <uint64_t*> take(&s.mem, max_leaves * sizeof(uint64_t))
+    s.alive = <uint8_t*> take(&s.mem, max_leaves * sizeof(uint8_t))
+    s.rU = <double*> take(&s.mem, max_leaves * m * sizeof(double))
+    s.Q = <double*> take(&s.mem, max_leaves * m * sizeof(double))
+    s.iu = <double*> take(&s.mem, max_entries * m * sizeof(double))
+    s.alpha = <double*> take(&s.mem, max_entries * m * sizeof(double))
+    s.K = <double*> take(&s.mem, max_entries * m * sizeof(double))
+    s.MA = <double*> take(&s.mem, max_leaves * max_local * m * sizeof(double))
+    s.kappa = <double*> take(&s.mem, max_dim * m * sizeof(double))
+    s.H = <double*> take(&s.mem, max_local * max_local * sizeof(double))
+    s.pos = <int64_t*> take(&s.mem, max_local * sizeof(int64_t))
+    s.shared_e1 = <int64_t*> take(&s.mem, max_dim * sizeof(int64_t))
+    s.shared_e2 = <int64_t*> take(&s.mem, max_dim * sizeof(int64_t))
+    return s
+
+
+cdef inline double bit(uint64_t pattern, int64_t b) noexcept nogil:
+    return <double> ((pattern >> b) & 1)
+
+
+cdef void tree_pair_hessian(
+    int64_t n_leaves, const int64_t* dim, const int64_t* fstart, int64_t base,
+    const int64_t* local, const double* ratio, const double* rho, int64_t n_local,
+    const double* points, const double* weights, int64_t m,
+    double a, double b, PairRow* s,
+) noexcept nogil:
+    """Add sum_q w_q (a d_j d_k U_sq + b d_j d_k U_lin)(t_q 1) of one tree and
+    row into ``s.H`` (module comment); the row's leaf patterns are in
+    ``s.leaf_pattern``. ``fstart``, ``dim`` per leaf: its entries (path
+    features) in ``local`` (the tree's own index of the entry's feature) and
+    ``ratio``; ``base``, the tree's first entry (``s.iu``, ``s.alpha``, ``s.K``
+    hold the tree's entries from 0). Only pairs l1 < l2 add M alpha(l2) to
+    row l1 of ``s.MA``: sum_l alpha_l (M A)_l^T is then half of the symmetric
+    sum over ordered pairs, so it enters H twice."""
+    cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at
+    cdef double R, X, R2, X2, g, kap, acc
+    cdef double* H = s.H
+    cdef double sq[MAX_NODES]
+    cdef double lin[MAX_NODES]
+    cdef double Mc[MAX_NODES]
+    cdef double P[MAX_NODES]
+    cdef double neg_inv_1mt[MAX_NODES]
+    cdef double* row
+    for q in range(m):
+        sq[q] = weights[q] * a
+        lin[q] = weights[q] * b
+        neg_inv_1mt[q] = -1.0 / (1.0 - points[q])
+    # one leaf at a time: u, alpha, rho U; the linear game and the diagonal pairs
+    for l in range(n_leaves):
+        s.alive[l] = 1
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            if ratio[e] == 0.0 and not bit(s.leaf_pattern[l], e - fstart[l]):
+                s.alive[l] = 0  # a factor 0 at every t (module comment)
+        if not s.alive[l]:
+            continue
+        for q in range(m):
+            s.rU[l * m + q] = rho[l]
+            s.Q[l * m + q] = 0.0
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            R = ratio[e]
+            X = bit(s.leaf_pattern[l], e - fstart[l])
+            at = (e - base) * m
+            for q in range(m):
+                g = (1.0 - points[q]) * R + points[q] * X
+                s.iu[at + q] = 1.0 / g
+                s.alpha[at + q] = (X - R) * s.iu[at + q]
+                s.rU[l * m + q] *= g
+                s.K[at + q] = 0.0
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            for e2 in range(e + 1, fstart[l] + dim[l]):
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + lin[q] * s.rU[l * m + q] * (
+                        s.alpha[(e - base) * m + q] * s.alpha[(e2 - base) * m + q])
+                H[local[e] * n_local + local[e2]] += acc
+        if a == 0.0:
+            continue
+        # the diagonal pair (l, l): factors (1 - t) R^2 + t X, derivatives X - R^2
+        for q in range(m):
+            P[q] = sq[q] * rho[l] * rho[l]
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            R = ratio[e] * ratio[e]
+            X = bit(s.leaf_pattern[l], e - fstart[l])
+            for q in range(m):
+                P[q] *= (1.0 - points[q]) * R + points[q] * X
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            R = ratio[e] * ratio[e]
+            X = bit(s.leaf_pattern[l], e - fstart[l])
+            for e2 in range(e + 1, fstart[l] + dim[l]):
+                R2 = ratio[e2] * ratio[e2]
+                X2 = bit(s.leaf_pattern[l], e2 - fstart[l])
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + P[q] * (X - R) / ((1.0 - points[q]) * R + points[q] * X) * (
+                        (X2 - R2) / ((1.0 - points[q]) * R2 + points[q] * X2))
+                H[local[e] * n_local + local[e2]] += acc
+    if a == 0.0:
+        return
+    memset(s.MA, 0, n_leaves * n_local * m * sizeof(double))
+    # pairs l1 < l2: M, and the partner sums Q, K, M A
+    for l1 in range(n_leaves):
+        if not s.alive[l1]:
+            continue
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            s.pos[local[e]] = e
+        row = s.MA + l1 * n_local * m
+        for l2 in range(l1 + 1, n_leaves):
+            if not s.alive[l2]:
+                continue
+            n_shared = 0
+            for q in range(m):
+                Mc[q] = sq[q] * s.rU[l1 * m + q] * s.rU[l2 * m + q]
+            for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
+                e1 = s.pos[local[e2]]
+                if e1 < 0:
+                    continue
+                R = ratio[e1] * ratio[e2]
+                X = bit(s.leaf_pattern[l1], e1 - fstart[l1]) * bit(s.leaf_pattern[l2],
+                                                                   e2 - fstart[l2])
+                if R == 0.0 and X == 0.0:
+                    n_shared = -1  # the pair's factor g_j is 0 at every t
+                    break
+                at = n_shared * m
+                e1 = (e1 - base) * m
+                e = (e2 - base) * m
+                if X == 0.0:  # g = (1 - t) R, (X - R) / g = -1 / (1 - t)
+                    for q in range(m):
+                        Mc[q] *= (1.0 - points[q]) * R * s.iu[e1 + q] * s.iu[e + q]
+                        s.kappa[at + q] = (neg_inv_1mt[q] - s.alpha[e1 + q] - s.alpha[e + q])
+                else:
+                    for q in range(m):
+                        g = (1.0 - points[q]) * R + points[q]
+                        Mc[q] *= g * s.iu[e1 + q] * s.iu[e + q]
+                        s.kappa[at + q] = (1.0 - R) / g - s.alpha[e1 + q] - s.alpha[e + q]
+                e1 = s.pos[local[e2]]
+                s.shared_e1[n_shared] = e1 - base
+                s.shared_e2[n_shared] = e2 - base
+                n_shared += 1
+            if n_shared < 0:
+                continue
+            for q in range(m):
+                s.Q[l1 * m + q] += Mc[q]
+                s.Q[l2 * m + q] += Mc[q]
+            for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
+                at = local[e2] * m
+                for q in range(m):
+                    row[at + q] += Mc[q] * s.alpha[(e2 - base) * m + q]
+            for c in range(n_shared):
+                for c2 in range(c + 1, n_shared):
+                    acc = 0.0
+                    for q in range(m):
+                        acc = acc + Mc[q] * s.kappa[c * m + q] * s.kappa[c2 * m + q]
+                    H[local[s.shared_e1[c] + base] * n_local
+                      + local[s.shared_e1[c2] + base]] += 2.0 * acc
+                for q in range(m):
+                    kap = Mc[q] * s.kappa[c * m + q]
+                    s.K[s.shared_e1[c] * m + q] += kap
+                    s.K[s.shared_e2[c] * m + q] += kap
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            s.pos[local[e]] = -1
+    # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T), 2 sym(alpha (M A)^T)
+    for l in range(n_leaves):
+        if not s.alive[l]:
+            continue
+        row = s.MA + l * n_local * m
+        for e in range(fstart[l], fstart[l] + dim[l]):
+            j = local[e]
+            for e2 in range(fstart[l], fstart[l] + dim[l]):
+                if e2 == e:
+                    continue
+                k = local[e2]
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + s.alpha[(e2 - base) * m + q] * (
+                        s.K[(e - base) * m + q] + (s.Q[l * m + q] * s.alpha[(e - base) * m + q]
+                                                   if e2 > e else 0.0))
+                H[j * n_local + k] += 2.0 * acc
+            for f in range(n_local):
+                if f == j:
+                    continue
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + s.alpha[(e - base) * m + q] * row[f * m + q]
+                H[j * n_local + f] += 2.0 * acc
+
+
+def tree_features(structure):
+    """Per tree of a pattern structure, its own indices of its features:
+    ``local`` (each leaf entry's feature's index in its tree), ``n_local``
+    (features per tree), ``feature_start`` / ``tree_feature`` (tree t's
+    features, flat), and the most entries of a tree."""
+    tree_leaf_start = np.asarray(structure["tree_leaf_start"])
+    entry_start = np.asarray(structure["leaf_feature_start"])[tree_leaf_start]
+    leaf_feature = np.asarray(structure["leaf_feature"])
+    local = np.zeros(len(leaf_feature), dtype=np.int64)
+    n_local = np.zeros(len(entry_start) - 1, dtype=np.int64)
+    features = [np.zeros(0, dtype=np.int64)]
+    for t in range(len(n_local)):
+        uniq, inverse = np.unique(leaf_feature[entry_start[t]:entry_start[t + 1]],
+                                  return_inverse=True)
+        local[entry_start[t]:entry_start[t + 1]] = inverse
+        n_local[t] = len(uniq)
+        features.append(uniq.astype(np.int64))
+    feature_start = np.concatenate([[0], np.cumsum(n_local)]).astype(np.int64)
+    most = int(np.diff(entry_start).max(initial=1))
+    return local, n_local, feature_start, np.concatenate(features + [np.zeros(1, np.int64)]), max(1, most)
+
+
+def r2_interaction_terms(ens, structure, const double[:, ::1] X,
+                         const double[:, ::1] square_coef, const double[:, ::1] linear_coef,
+                         const int64_t[::1] tree_m, const double[:, ::1] rule_points,
+                         const double[:, ::1] rule_weights, int n_threads):
+    """Per row, the (n_features, n_features) matrix, 0 on the diagonal, of
+    sum_k a_ik Phi_jk[m_k^2](x_i) + b_ik Phi_jk[m_k](x_i) (module comment).
+
+    ``structure``: ``_semivalues.pattern_structure(ens)``, at most 64 path
+    features per leaf. ``square_coef`` (a), ``linear_coef`` (b): (n_rows,
+    n_trees), as ``_qshap.r2_terms``. Tree t uses the ``tree_m[t]``-node rule
+    ``rule_points[tree_m[t] - 1]`` (``_qshap._tree_rules``). A row's trees
+    are added in order: the values do not depend on ``n_threads``.
+    """
+    cdef Forest f = forest_from(ens)
+    cdef Patterns pt = patterns_from(structure)
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t p = f.n_features
+    if f.n_values != 1:
+        raise ValueError("the R^2 interaction kernel needs one value per leaf")
+    if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
+            linear_coef.shape[0] != n_rows or linear_coef.shape[1] != f.n_trees:
+        raise ValueError("game coefficients must have shape (n_rows, n_trees)")
+    if pt.max_dim > 64:
+        raise ValueError("a leaf has more than 64 distinct features on its path")
+    if rule_points.shape[1] > MAX_NODES:
+        raise ValueError(f"at most {MAX_NODES} Gauss nodes, got {rule_points.shape[1]}")
+    cdef double[:, :, ::1] out = np.zeros((n_rows, p, p))
+    if n_rows == 0 or f.n_trees == 0:
+        return np.asarray(out)
+    local_np, n_local_np, feature_start_np, tree_feature_np, max_entries_ = tree_features(
+        structure)
+    cdef const int64_t[::1] local = local_np
+    cdef const int64_t[::1] n_local = n_local_np
+    cdef const int64_t[::1] feature_start = feature_start_np
+    cdef const int64_t[::1] tree_feature = tree_feature_np
+    cdef const double[::1] rho = np.ascontiguousarray(
+        np.asarray(ens.value, dtype=np.float64).reshape(len(ens.children_left), -1)[
+            np.asarray(structure["leaf_node"]), 0])
+    cdef int64_t max_local = max(1, int(n_local_np.max(initial=1)))
+    cdef int64_t max_entries = max_entries_
+    cdef int64_t max_dim = max(1, pt.max_dim)
+    cdef PairRow s
+    cdef Interrupt stop = interrupt_new()
+    cdef Py_ssize_t i
+    cdef int64_t t, ls, nl, base, j, k, nt, mt, z
+    cdef double h
+    with nogil, parallel(num_threads=n_threads):
+        s = pair_row_alloc(f.max_tree_nodes, pt.max_leaves, max_entries, max_local, max_dim,
+                           rule_points.shape[1])
+        if scratch_ready(&stop, &s.mem):
+            for z in range(max_local):
+                s.pos[z] = -1
+        for i in prange(n_rows, schedule="dynamic", chunksize=1):
+            for t in range(f.n_trees):
+                if interrupted(&stop):
+                    break
+                if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
+                    continue
+                ls = pt.tree_leaf_start[t]
+                nl = pt.tree_leaf_start[t + 1] - ls
+                nt = n_local[t]
+                if nl < 2 or nt < 2:
+                    continue
+                base = pt.fstart[ls]
+                mt = tree_m[t]
+                block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls], nl,
+                                    s.left_taken, s.pattern, s.leaf_pattern)
+                memset(s.H, 0, nt * nt * sizeof(double))
+                tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0], &pt.ratio[0],
+                                  &rho[ls], nt, &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0],
+                                  mt, square_coef[i, t], linear_coef[i, t], &s)
+                for j in range(nt):
+                    for k in range(j + 1, nt):
+                        # Phi = (1/2) int of the second derivative
+                        h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
+                        out[i, tree_feature[feature_start[t] + j],
+                            tree_feature[feature_start[t] + k]] += h
+                        out[i, tree_feature[feature_start[t] + k],
+                            tree_feature[feature_start[t] + j]] += h
+        buffers_free(&s.mem)
+    interrupt_raise(&stop)
+    return np.asarray(out)
