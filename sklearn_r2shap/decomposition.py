@@ -491,12 +491,13 @@ def _choose(plan, n_rows, *, n_threads, block_threads, options):
     seed = int(random.randint(np.iinfo(np.int64).max)) if plan.algorithm == "sampled" else 0
     plan.terms_of = _r2.R2Terms(single, plan.algorithm, plan.n_threads, plan.n_permutations,
                             seed, slots)
-    plan.seconds = cost.exact_seconds if plan.algorithm == "exact" else cost.sampled_seconds
+    plan.seconds = (cost.exact_seconds * plan.cost_ratio if plan.algorithm == "exact"
+                    else cost.sampled_seconds)
     # memory: (rows, trees) coefficients, and (rows, n_permutations, features) replicates
     exact_row, sampled_row, _, _ = per_row_seconds(single, slots, plan.n_permutations)
-    plan.chunk_rows = _local.block_rows_for(exact_row if plan.algorithm == "exact"
-                                            else sampled_row)
-    if plan.algorithm == "exact":
+    plan.chunk_rows = _local.block_rows_for(exact_row * plan.cost_ratio
+                                            if plan.algorithm == "exact" else sampled_row)
+    if plan.algorithm == "exact" and plan.tables_per_block:
         # the kernel tabulates each tree once per call: enough rows to share it
         plan.chunk_rows = max(plan.chunk_rows, exact_rows_per_block(single))
     plan.chunk_rows = min(plan.chunk_rows, _r2._chunk_rows(plan.work.n_trees))

@@ -401,6 +401,32 @@ def check_r2(model, X, y, X_dask, y_dask, weight=None, weight_dask=None, **kwarg
     return got
 
 
+def test_r2_interactions_equal_in_memory(client):
+    """r2_interactions of a dask array and a dask DataFrame (weights, NaN rows, empty
+    partitions) against the in-memory call; return_local is refused."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, y = data(21)
+    weight = np.random.default_rng(21).exponential(size=N_ROWS)
+    weight[::5] = 0.0
+    model = HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=0).fit(X, y)
+    expected = sr.r2_interactions(model, X, y, sample_weight=weight)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(N_FEATURES)])
+    named = HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=0).fit(frame, y)
+    full = dd.from_pandas(frame.assign(y=y, w=weight), npartitions=3)
+    calls = [(model, as_dask_array(X), da.from_array(y, chunks=(ROW_CHUNKS,)),
+              da.from_array(weight, chunks=(ROW_CHUNKS,))),
+             (named, full[list(frame.columns)], full["y"], full["w"])]
+    for fitted, X_dask, y_dask, w_dask in calls:
+        got = sr.r2_interactions(fitted, X_dask, y_dask, sample_weight=w_dask)
+        np.testing.assert_allclose(got.shares, expected.shares, rtol=0, atol=TOL)
+        np.testing.assert_allclose(got.std_errors, expected.std_errors, rtol=0, atol=TOL)
+        assert abs(got.score - expected.score) <= TOL
+    assert list(got.feature_names) == list(frame.columns)
+    with pytest.raises(ValueError, match="return_local"):
+        sr.r2_interactions(model, as_dask_array(X), y, return_local=True)
+
+
 def test_r2_sklearn_regressors_and_classifiers(client):
     from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingClassifier,
                                   HistGradientBoostingRegressor, RandomForestClassifier,

@@ -130,6 +130,8 @@ def _public_calls():
         # hundred rows: one block here; the sampled one takes the blocks given)
         "r2_decomposition": lambda v: sr.r2_decomposition(
             model, rows, y[:30], algorithm="sampled", random_state=0, verbose=v).shares,
+        "r2_interactions": lambda v: sr.r2_interactions(
+            model, rows, y[:30], sample_weight=np.arange(30.0), verbose=v).shares,
         "treegrad_scores": lambda v: sr.treegrad_scores(model, rows, n_iter=5, verbose=v),
         "multilinear_gradient": lambda v: sr.multilinear_gradient(model, rows, np.full(4, 0.3),
                                                                   verbose=v),

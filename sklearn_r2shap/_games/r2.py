@@ -226,6 +226,11 @@ class _BlockWork:
 
     #: what a call computes (its progress bar's title)
     description = "R^2 decomposition"
+    #: the kernel's time per row over the R^2 kernel's (the cost estimate)
+    cost_ratio = 1.0
+    #: whether the exact kernel tabulates each tree once per block of rows (so
+    #: that a block should hold enough rows to share the tables)
+    tables_per_block = True
 
     @classmethod
     def of(cls, ensemble, loss, scale):
@@ -338,9 +343,9 @@ class _PairBlockWork(_BlockWork):
     decomposition of R^2", "Interaction shares")."""
 
     description = "R^2 interaction shares"
-    #: the interaction kernel's time over the R^2 kernel's, for the progress
-    #: estimate (XGBoost depth 6: benchmarks/bench_r2_interactions.py)
+    # measured on XGBoost depth 6 (benchmarks/bench_r2_interactions.py)
     cost_ratio = 6.0
+    tables_per_block = False
     #: the most bytes of a block's (rows, n_features, n_features) matrices
     block_bytes = 32 << 20
 
@@ -351,7 +356,6 @@ class _PairBlockWork(_BlockWork):
     def limit_block_rows(self):
         p = self.ensemble.n_features
         self.chunk_rows = int(max(1, min(self.chunk_rows, self.block_bytes // (8 * p * p))))
-        self.seconds *= self.cost_ratio
 
     def block(self, X_chunk, target, weight, ids, first=0, subset=False, with_loss=True):
         """``(matrices, statistics)``: the block's per-row matrices, and the

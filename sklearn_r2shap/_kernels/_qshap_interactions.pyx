@@ -23,7 +23,12 @@
 #                   + 2 sym(sum_l K_l alpha_l^T) + 2 sum_{l1 < l2} M kappa kappa^T
 # (sym(Z) = Z + Z^T, its two halves added into [j][k] and [k][j] of a full
 # matrix whose two triangles are added at the end), and the diagonal pairs
-# l1 = l2 the product over one path with g_j = (1 - t) R_j^2 + t X_j. Cost per
+# l1 = l2 the product over one path with g_j = (1 - t) R_j^2 + t X_j. With X in
+# {0, 1}, a shared feature's psi_j = g_j / (u_j(l1) u_j(l2)) and kappa_j are
+# 1 / (1 - t) and 1 / (1 - t) when X1 = X2 = 0, R1 / u_j(l1) and -alpha_j(l1)
+# when only X1 = 1 (and the mirror), and need g_j only when X1 = X2 = 1 (then
+# tabulated per leaf entry for R2 = R1, the usual case of a feature split
+# above the pair's lowest common ancestor only): no division per pair. Cost per
 # row, tree and Gauss node: O(L^2 (d + s^2) + L d F), L leaves, d path
 # features, s shared features of a pair, F the tree's features.
 #
@@ -61,6 +66,9 @@ cdef struct PairRow:
     double* iu               # per leaf entry (the tree's, from 0): 1 / u_j(l)
     double* alpha
     double* K
+    double* Riu              # entries x takes (X = 1): R / u, and for a pair with the
+    double* self_psi         # same R on the other leaf: g / u^2 and
+    double* self_kappa       # (1 - R^2) / g - 2 alpha, g = (1 - t) R^2 + t
     double* MA               # (leaves, tree features): sum over later partners of M alpha
     double* kappa            # one pair's shared features
     double* H                # (tree features, tree features), both triangles, summed over q
@@ -83,6 +91,9 @@ cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_e
     s.iu = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.alpha = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.K = <double*> take(&s.mem, max_entries * m * sizeof(double))
+    s.Riu = <double*> take(&s.mem, 3 * max_entries * m * sizeof(double))
+    s.self_psi = s.Riu + max_entries * m if s.Riu != NULL else NULL
+    s.self_kappa = s.Riu + 2 * max_entries * m if s.Riu != NULL else NULL
     s.MA = <double*> take(&s.mem, max_leaves * max_local * m * sizeof(double))
     s.kappa = <double*> take(&s.mem, max_dim * m * sizeof(double))
     s.H = <double*> take(&s.mem, max_local * max_local * sizeof(double))
@@ -111,18 +122,18 @@ cdef void tree_pair_hessian(
     row l1 of ``s.MA``: sum_l alpha_l (M A)_l^T is then half of the symmetric
     sum over ordered pairs, so it enters H twice."""
     cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at
-    cdef double R, X, R2, X2, g, kap, acc
+    cdef double R, X, R2, X2, X1, g, kap, acc
     cdef double* H = s.H
     cdef double sq[MAX_NODES]
     cdef double lin[MAX_NODES]
     cdef double Mc[MAX_NODES]
     cdef double P[MAX_NODES]
-    cdef double neg_inv_1mt[MAX_NODES]
+    cdef double inv_1mt[MAX_NODES]
     cdef double* row
     for q in range(m):
         sq[q] = weights[q] * a
         lin[q] = weights[q] * b
-        neg_inv_1mt[q] = -1.0 / (1.0 - points[q])
+        inv_1mt[q] = 1.0 / (1.0 - points[q])
     # one leaf at a time: u, alpha, rho U; the linear game and the diagonal pairs
     for l in range(n_leaves):
         s.alive[l] = 1
@@ -144,6 +155,12 @@ cdef void tree_pair_hessian(
                 s.alpha[at + q] = (X - R) * s.iu[at + q]
                 s.rU[l * m + q] *= g
                 s.K[at + q] = 0.0
+            if X == 1.0:
+                for q in range(m):
+                    s.Riu[at + q] = R * s.iu[at + q]
+                    g = (1.0 - points[q]) * R * R + points[q]
+                    s.self_psi[at + q] = g * s.iu[at + q] * s.iu[at + q]
+                    s.self_kappa[at + q] = (1.0 - R * R) / g - 2.0 * s.alpha[at + q]
         for e in range(fstart[l], fstart[l] + dim[l]):
             for e2 in range(e + 1, fstart[l] + dim[l]):
                 acc = 0.0
@@ -192,20 +209,30 @@ cdef void tree_pair_hessian(
                 e1 = s.pos[local[e2]]
                 if e1 < 0:
                     continue
-                R = ratio[e1] * ratio[e2]
-                X = bit(s.leaf_pattern[l1], e1 - fstart[l1]) * bit(s.leaf_pattern[l2],
-                                                                   e2 - fstart[l2])
-                if R == 0.0 and X == 0.0:
-                    n_shared = -1  # the pair's factor g_j is 0 at every t
-                    break
+                X1 = bit(s.leaf_pattern[l1], e1 - fstart[l1])
+                X2 = bit(s.leaf_pattern[l2], e2 - fstart[l2])
                 at = n_shared * m
                 e1 = (e1 - base) * m
                 e = (e2 - base) * m
-                if X == 0.0:  # g = (1 - t) R, (X - R) / g = -1 / (1 - t)
+                # psi = g / (u1 u2) and kappa by the bits (module comment)
+                if X1 == 0.0 and X2 == 0.0:  # 1 / (1 - t) and 1 / (1 - t)
                     for q in range(m):
-                        Mc[q] *= (1.0 - points[q]) * R * s.iu[e1 + q] * s.iu[e + q]
-                        s.kappa[at + q] = (neg_inv_1mt[q] - s.alpha[e1 + q] - s.alpha[e + q])
+                        Mc[q] *= inv_1mt[q]
+                        s.kappa[at + q] = inv_1mt[q]
+                elif X2 == 0.0:  # R1 / u1 and -alpha1
+                    for q in range(m):
+                        Mc[q] *= s.Riu[e1 + q]
+                        s.kappa[at + q] = -s.alpha[e1 + q]
+                elif X1 == 0.0:
+                    for q in range(m):
+                        Mc[q] *= s.Riu[e + q]
+                        s.kappa[at + q] = -s.alpha[e + q]
+                elif ratio[e2] == ratio[s.pos[local[e2]]]:  # R1 = R2: tabulated with leaf l1
+                    for q in range(m):
+                        Mc[q] *= s.self_psi[e1 + q]
+                        s.kappa[at + q] = s.self_kappa[e1 + q]
                 else:
+                    R = ratio[s.pos[local[e2]]] * ratio[e2]
                     for q in range(m):
                         g = (1.0 - points[q]) * R + points[q]
                         Mc[q] *= g * s.iu[e1 + q] * s.iu[e + q]
@@ -214,8 +241,6 @@ cdef void tree_pair_hessian(
                 s.shared_e1[n_shared] = e1 - base
                 s.shared_e2[n_shared] = e2 - base
                 n_shared += 1
-            if n_shared < 0:
-                continue
             for q in range(m):
                 s.Q[l1 * m + q] += Mc[q]
                 s.Q[l2 * m + q] += Mc[q]
