@@ -35,6 +35,7 @@ SLOW_TESTS = {
     "test_defaults.py::test_shapley_r2_importance_default_classifier_cv_is_stratified",
     "test_defaults.py::test_shapley_r2_importance_default_regressor",
     "test_examples.py::test_d2_classifiers_quick",
+    "test_examples.py::test_r2_interactions",
     "test_examples.py::test_dask_local_cluster",
     "test_examples.py::test_diabetes_r2",
     "test_examples.py::test_how_many_features",

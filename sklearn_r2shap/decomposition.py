@@ -322,7 +322,7 @@ def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jo
 
     See Also
     --------
-    r2_decomposition : the features' shares alone (about 5x faster).
+    r2_decomposition : the features' shares alone (faster: benchmarks/RESULTS.md).
     shap_interaction_summary : interactions of the prediction, not of the score.
 
     Notes

@@ -120,6 +120,17 @@ def test_interaction_values(tmp_path):
         assert float(line.split(":")[-1]) < 1e-9
 
 
+def test_r2_interactions(tmp_path):
+    pytest.importorskip("pandas")
+    out = run("r2_interactions.py", "--output", str(tmp_path / "pairs.png"))
+    assert (tmp_path / "pairs.png").exists()
+    line = next(line for line in out.splitlines() if line.startswith("top pair by each"))
+    assert line.count("'x0 x x1'") == 3, line
+    line = next(line for line in out.splitlines() if "row sum of S" in line)
+    assert float(line.split(":")[-1]) < 1e-10
+    assert "= R^2" in out and "time of this run" in out
+
+
 def test_how_many_features():
     pytest.importorskip("pandas")
     out = run("how_many_features.py")

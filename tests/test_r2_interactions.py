@@ -225,3 +225,27 @@ def test_result_api_and_errors():
     multi = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, Y)
     with pytest.raises(UnsupportedModelError, match="one output"):
         r2_interactions(multi, X, Y)
+
+
+def test_pair_lists_and_row_by_row_give_the_same_bits(monkeypatch):
+    """Trees whose lists of shared features do not fit the budget find them row by
+    row: every budget gives the same values, bit for bit."""
+    from sklearn_r2shap._kernels import _qshap_interactions
+
+    calls = []
+    original = _qshap_interactions.r2_interaction_terms
+
+    def budgeted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, max_list_bytes=budget, **kwargs)
+
+    monkeypatch.setattr(_qshap_interactions, "r2_interaction_terms", budgeted)
+    model, X, y, w, _, _ = case("lightgbm-nan")
+    results = []
+    for budget in (0.0, 1000.0, 1e12):  # no tree, 4 of the 8 trees, every tree listed
+        results.append(r2_interactions(model, X, y, sample_weight=w, return_local=True).local)
+    assert len(calls) == 3
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    _, _, _, _, _, local = case("lightgbm-nan")
+    np.testing.assert_allclose(results[0], local, rtol=0, atol=ATOL)

@@ -54,6 +54,9 @@ from ._forest cimport (
 cdef enum:
     MAX_NODES = 64  # Gauss nodes of a tree's rule: at most its path features (<= 64)
 
+# the lists of leaf pairs' shared features, per call (pair_lists)
+DEFAULT_LIST_BYTES = 256.0 * 1024 * 1024
+
 
 cdef struct PairRow:
     uint8_t* left_taken
@@ -107,11 +110,60 @@ cdef inline double bit(uint64_t pattern, int64_t b) noexcept nogil:
     return <double> ((pattern >> b) & 1)
 
 
+cdef inline void shared_factor(
+    int64_t e1, int64_t e2, double X1, double X2, bint same, const double* ratio,
+    const double* points, const double* inv_1mt, int64_t m, int64_t c, double* Mc,
+    PairRow* s,
+) noexcept nogil:
+    """One shared feature of a pair (entries e1, e2 of the tree, bits X1, X2):
+    Mc *= psi, kappa of shared feature c, by the bits (module comment)."""
+    cdef int64_t q
+    cdef int64_t at = c * m
+    cdef double R = ratio[e1] * ratio[e2]
+    cdef double g
+    s.shared_e1[c] = e1
+    s.shared_e2[c] = e2
+    e1 = e1 * m
+    e2 = e2 * m
+    if X1 == 0.0 and X2 == 0.0:  # 1 / (1 - t) and 1 / (1 - t)
+        for q in range(m):
+            Mc[q] *= inv_1mt[q]
+            s.kappa[at + q] = inv_1mt[q]
+    elif X2 == 0.0:  # R1 / u1 and -alpha1
+        for q in range(m):
+            Mc[q] *= s.Riu[e1 + q]
+            s.kappa[at + q] = -s.alpha[e1 + q]
+    elif X1 == 0.0:
+        for q in range(m):
+            Mc[q] *= s.Riu[e2 + q]
+            s.kappa[at + q] = -s.alpha[e2 + q]
+    elif same:  # R1 = R2: tabulated with leaf l1
+        for q in range(m):
+            Mc[q] *= s.self_psi[e1 + q]
+            s.kappa[at + q] = s.self_kappa[e1 + q]
+    else:
+        for q in range(m):
+            g = (1.0 - points[q]) * R + points[q]
+            Mc[q] *= g * s.iu[e1 + q] * s.iu[e2 + q]
+            s.kappa[at + q] = (1.0 - R) / g - s.alpha[e1 + q] - s.alpha[e2 + q]
+
+
+cdef struct PairLists:
+    # per listed tree, its pairs l1 < l2 in row-major order from ``first``; per
+    # pair [start[p], start[p + 1]) its shared features: their slots in l1's
+    # and l2's paths, and whether the two R are equal
+    const int64_t* start     # NULL: the pairs are found row by row
+    const uint8_t* slot1
+    const uint8_t* slot2
+    const uint8_t* same
+    int64_t first
+
+
 cdef void tree_pair_hessian(
     int64_t n_leaves, const int64_t* dim, const int64_t* fstart, int64_t base,
     const int64_t* local, const double* ratio, const double* rho, int64_t n_local,
     const double* points, const double* weights, int64_t m,
-    double a, double b, PairRow* s,
+    double a, double b, PairLists lists, PairRow* s,
 ) noexcept nogil:
     """Add sum_q w_q (a d_j d_k U_sq + b d_j d_k U_lin)(t_q 1) of one tree and
     row into ``s.H`` (module comment); the row's leaf patterns are in
@@ -121,7 +173,7 @@ cdef void tree_pair_hessian(
     hold the tree's entries from 0). Only pairs l1 < l2 add M alpha(l2) to
     row l1 of ``s.MA``: sum_l alpha_l (M A)_l^T is then half of the symmetric
     sum over ordered pairs, so it enters H twice."""
-    cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at
+    cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at, pp
     cdef double R, X, R2, X2, X1, g, kap, acc
     cdef double* H = s.H
     cdef double sq[MAX_NODES]
@@ -196,8 +248,9 @@ cdef void tree_pair_hessian(
     for l1 in range(n_leaves):
         if not s.alive[l1]:
             continue
-        for e in range(fstart[l1], fstart[l1] + dim[l1]):
-            s.pos[local[e]] = e
+        if lists.start == NULL:
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                s.pos[local[e]] = e
         row = s.MA + l1 * n_local * m
         for l2 in range(l1 + 1, n_leaves):
             if not s.alive[l2]:
@@ -205,42 +258,25 @@ cdef void tree_pair_hessian(
             n_shared = 0
             for q in range(m):
                 Mc[q] = sq[q] * s.rU[l1 * m + q] * s.rU[l2 * m + q]
-            for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
-                e1 = s.pos[local[e2]]
-                if e1 < 0:
-                    continue
-                X1 = bit(s.leaf_pattern[l1], e1 - fstart[l1])
-                X2 = bit(s.leaf_pattern[l2], e2 - fstart[l2])
-                at = n_shared * m
-                e1 = (e1 - base) * m
-                e = (e2 - base) * m
-                # psi = g / (u1 u2) and kappa by the bits (module comment)
-                if X1 == 0.0 and X2 == 0.0:  # 1 / (1 - t) and 1 / (1 - t)
-                    for q in range(m):
-                        Mc[q] *= inv_1mt[q]
-                        s.kappa[at + q] = inv_1mt[q]
-                elif X2 == 0.0:  # R1 / u1 and -alpha1
-                    for q in range(m):
-                        Mc[q] *= s.Riu[e1 + q]
-                        s.kappa[at + q] = -s.alpha[e1 + q]
-                elif X1 == 0.0:
-                    for q in range(m):
-                        Mc[q] *= s.Riu[e + q]
-                        s.kappa[at + q] = -s.alpha[e + q]
-                elif ratio[e2] == ratio[s.pos[local[e2]]]:  # R1 = R2: tabulated with leaf l1
-                    for q in range(m):
-                        Mc[q] *= s.self_psi[e1 + q]
-                        s.kappa[at + q] = s.self_kappa[e1 + q]
-                else:
-                    R = ratio[s.pos[local[e2]]] * ratio[e2]
-                    for q in range(m):
-                        g = (1.0 - points[q]) * R + points[q]
-                        Mc[q] *= g * s.iu[e1 + q] * s.iu[e + q]
-                        s.kappa[at + q] = (1.0 - R) / g - s.alpha[e1 + q] - s.alpha[e + q]
-                e1 = s.pos[local[e2]]
-                s.shared_e1[n_shared] = e1 - base
-                s.shared_e2[n_shared] = e2 - base
-                n_shared += 1
+            if lists.start != NULL:  # the pair's shared features, listed once per call
+                pp = lists.first + l1 * (2 * n_leaves - l1 - 1) // 2 + (l2 - l1 - 1)
+                for c in range(lists.start[pp], lists.start[pp + 1]):
+                    shared_factor(fstart[l1] - base + lists.slot1[c],
+                                  fstart[l2] - base + lists.slot2[c],
+                                  bit(s.leaf_pattern[l1], lists.slot1[c]),
+                                  bit(s.leaf_pattern[l2], lists.slot2[c]), lists.same[c],
+                                  ratio + base, points, inv_1mt, m, n_shared, Mc, s)
+                    n_shared += 1
+            else:
+                for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
+                    e1 = s.pos[local[e2]]
+                    if e1 < 0:
+                        continue
+                    shared_factor(e1 - base, e2 - base, bit(s.leaf_pattern[l1], e1 - fstart[l1]),
+                                  bit(s.leaf_pattern[l2], e2 - fstart[l2]),
+                                  ratio[e1] == ratio[e2], ratio + base, points, inv_1mt, m,
+                                  n_shared, Mc, s)
+                    n_shared += 1
             for q in range(m):
                 s.Q[l1 * m + q] += Mc[q]
                 s.Q[l2 * m + q] += Mc[q]
@@ -259,8 +295,9 @@ cdef void tree_pair_hessian(
                     kap = Mc[q] * s.kappa[c * m + q]
                     s.K[s.shared_e1[c] * m + q] += kap
                     s.K[s.shared_e2[c] * m + q] += kap
-        for e in range(fstart[l1], fstart[l1] + dim[l1]):
-            s.pos[local[e]] = -1
+        if lists.start == NULL:
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                s.pos[local[e]] = -1
     # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T), 2 sym(alpha (M A)^T)
     for l in range(n_leaves):
         if not s.alive[l]:
@@ -309,10 +346,77 @@ def tree_features(structure):
     return local, n_local, feature_start, np.concatenate(features + [np.zeros(1, np.int64)]), max(1, most)
 
 
+def pair_lists(structure, const int64_t[::1] local, double max_bytes):
+    """The shared features of every pair of leaves of the trees whose lists fit,
+    in turn, in ``max_bytes`` (module comment; ``PairLists``): ``first`` per
+    tree (-1: not listed), ``start``, ``slot1``, ``slot2``, ``same``."""
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef int64_t n_trees = tree_leaf_start.shape[0] - 1
+    cdef int64_t[::1] first = np.full(n_trees, -1, dtype=np.int64)
+    cdef int64_t[::1] pos = np.full(max(1, local.shape[0]), -1, dtype=np.int64)
+    cdef int64_t t, l1, l2, e, e1, n, n_pairs = 0, n_entries = 0, tree_entries
+    starts, slots1, slots2, sames = [np.zeros(1, dtype=np.int64)], [], [], []
+    cdef int64_t[::1] start
+    cdef uint8_t[::1] slot1, slot2, same
+    cdef double used = 0.0
+    for t in range(n_trees):
+        n = tree_leaf_start[t + 1] - tree_leaf_start[t]
+        if n < 2:
+            continue
+        # count first: the tree is listed only if it fits
+        tree_entries = 0
+        for l1 in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                pos[local[e]] = e
+            for l2 in range(l1 + 1, tree_leaf_start[t + 1]):
+                for e in range(fstart[l2], fstart[l2] + dim[l2]):
+                    if pos[local[e]] >= 0:
+                        tree_entries += 1
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                pos[local[e]] = -1
+        if used + 8.0 * (n * (n - 1) // 2) + 3.0 * tree_entries > max_bytes:
+            continue
+        used += 8.0 * (n * (n - 1) // 2) + 3.0 * tree_entries
+        start = np.zeros(n * (n - 1) // 2, dtype=np.int64)
+        slot1 = np.zeros(tree_entries, dtype=np.uint8)
+        slot2 = np.zeros(tree_entries, dtype=np.uint8)
+        same = np.zeros(tree_entries, dtype=np.uint8)
+        first[t] = n_pairs
+        tree_entries = 0
+        n = 0
+        for l1 in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                pos[local[e]] = e
+            for l2 in range(l1 + 1, tree_leaf_start[t + 1]):
+                for e in range(fstart[l2], fstart[l2] + dim[l2]):
+                    e1 = pos[local[e]]
+                    if e1 >= 0:
+                        slot1[tree_entries] = e1 - fstart[l1]
+                        slot2[tree_entries] = e - fstart[l2]
+                        same[tree_entries] = ratio[e1] == ratio[e]
+                        tree_entries += 1
+                start[n] = n_entries + tree_entries  # the end of pair n
+                n += 1
+            for e in range(fstart[l1], fstart[l1] + dim[l1]):
+                pos[local[e]] = -1
+        n_pairs += n
+        n_entries += tree_entries
+        starts.append(np.asarray(start))
+        slots1.append(np.asarray(slot1))
+        slots2.append(np.asarray(slot2))
+        sames.append(np.asarray(same))
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(1, dtype=np.uint8))
+    return (np.asarray(first), np.concatenate(starts), cat(slots1), cat(slots2), cat(sames))
+
+
 def r2_interaction_terms(ens, structure, const double[:, ::1] X,
                          const double[:, ::1] square_coef, const double[:, ::1] linear_coef,
                          const int64_t[::1] tree_m, const double[:, ::1] rule_points,
-                         const double[:, ::1] rule_weights, int n_threads):
+                         const double[:, ::1] rule_weights, int n_threads,
+                         double max_list_bytes=DEFAULT_LIST_BYTES):
     """Per row, the (n_features, n_features) matrix, 0 on the diagonal, of
     sum_k a_ik Phi_jk[m_k^2](x_i) + b_ik Phi_jk[m_k](x_i) (module comment).
 
@@ -321,6 +425,9 @@ def r2_interaction_terms(ens, structure, const double[:, ::1] X,
     n_trees), as ``_qshap.r2_terms``. Tree t uses the ``tree_m[t]``-node rule
     ``rule_points[tree_m[t] - 1]`` (``_qshap._tree_rules``). A row's trees
     are added in order: the values do not depend on ``n_threads``.
+    ``max_list_bytes``: the most bytes of the lists of leaf pairs' shared
+    features (``pair_lists``); trees beyond find them row by row (the same
+    values, bit for bit).
     """
     cdef Forest f = forest_from(ens)
     cdef Patterns pt = patterns_from(structure)
@@ -350,6 +457,18 @@ def r2_interaction_terms(ens, structure, const double[:, ::1] X,
     cdef int64_t max_local = max(1, int(n_local_np.max(initial=1)))
     cdef int64_t max_entries = max_entries_
     cdef int64_t max_dim = max(1, pt.max_dim)
+    lists_np = pair_lists(structure, local_np, max_list_bytes)
+    cdef const int64_t[::1] list_first = lists_np[0]
+    cdef const int64_t[::1] list_start = lists_np[1]
+    cdef const uint8_t[::1] list_slot1 = lists_np[2]
+    cdef const uint8_t[::1] list_slot2 = lists_np[3]
+    cdef const uint8_t[::1] list_same = lists_np[4]
+    cdef PairLists lists, listed
+    listed.start = &list_start[0]
+    listed.slot1 = &list_slot1[0]
+    listed.slot2 = &list_slot2[0]
+    listed.same = &list_same[0]
+    listed.first = -1
     cdef PairRow s
     cdef Interrupt stop = interrupt_new()
     cdef Py_ssize_t i
@@ -377,9 +496,13 @@ def r2_interaction_terms(ens, structure, const double[:, ::1] X,
                 block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls], nl,
                                     s.left_taken, s.pattern, s.leaf_pattern)
                 memset(s.H, 0, nt * nt * sizeof(double))
+                lists = listed
+                lists.first = list_first[t]
+                if lists.first < 0:
+                    lists.start = NULL
                 tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0], &pt.ratio[0],
                                   &rho[ls], nt, &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0],
-                                  mt, square_coef[i, t], linear_coef[i, t], &s)
+                                  mt, square_coef[i, t], linear_coef[i, t], lists, &s)
                 for j in range(nt):
                     for k in range(j + 1, nt):
                         # Phi = (1/2) int of the second derivative
