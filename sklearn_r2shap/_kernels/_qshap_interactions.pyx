@@ -346,6 +346,36 @@ def tree_features(structure):
     return local, n_local, feature_start, np.concatenate(features + [np.zeros(1, np.int64)]), max(1, most)
 
 
+cdef int64_t tree_pair_entries(
+    int64_t leaf0, int64_t leaf1, const int64_t* fstart, const int64_t* dim,
+    const int64_t* local, const double* ratio, int64_t* pos, int64_t offset,
+    int64_t* start, uint8_t* slot1, uint8_t* slot2, uint8_t* same,
+) noexcept nogil:
+    """The shared features of the pairs l1 < l2 of leaves [leaf0, leaf1), written
+    when ``start`` is not NULL (the end of each pair's entries, from ``offset``);
+    returns their number."""
+    cdef int64_t l1, l2, e, e1, n = 0, pair = 0
+    for l1 in range(leaf0, leaf1):
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            pos[local[e]] = e
+        for l2 in range(l1 + 1, leaf1):
+            for e in range(fstart[l2], fstart[l2] + dim[l2]):
+                e1 = pos[local[e]]
+                if e1 < 0:
+                    continue
+                if start != NULL:
+                    slot1[n] = e1 - fstart[l1]
+                    slot2[n] = e - fstart[l2]
+                    same[n] = ratio[e1] == ratio[e]
+                n += 1
+            if start != NULL:
+                start[pair] = offset + n
+            pair += 1
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            pos[local[e]] = -1
+    return n
+
+
 def pair_lists(structure, const int64_t[::1] local, double max_bytes):
     """The shared features of every pair of leaves of the trees whose lists fit,
     in turn, in ``max_bytes`` (module comment; ``PairLists``): ``first`` per
@@ -357,59 +387,40 @@ def pair_lists(structure, const int64_t[::1] local, double max_bytes):
     cdef int64_t n_trees = tree_leaf_start.shape[0] - 1
     cdef int64_t[::1] first = np.full(n_trees, -1, dtype=np.int64)
     cdef int64_t[::1] pos = np.full(max(1, local.shape[0]), -1, dtype=np.int64)
-    cdef int64_t t, l1, l2, e, e1, n, n_pairs = 0, n_entries = 0, tree_entries
-    starts, slots1, slots2, sames = [np.zeros(1, dtype=np.int64)], [], [], []
+    cdef int64_t t, n, n_entries, n_pairs = 0, offset = 0
     cdef int64_t[::1] start
     cdef uint8_t[::1] slot1, slot2, same
-    cdef double used = 0.0
+    cdef double used = 0.0, size
+    parts = [[np.zeros(1, dtype=np.int64)], [], [], []]
     for t in range(n_trees):
         n = tree_leaf_start[t + 1] - tree_leaf_start[t]
         if n < 2:
             continue
-        # count first: the tree is listed only if it fits
-        tree_entries = 0
-        for l1 in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                pos[local[e]] = e
-            for l2 in range(l1 + 1, tree_leaf_start[t + 1]):
-                for e in range(fstart[l2], fstart[l2] + dim[l2]):
-                    if pos[local[e]] >= 0:
-                        tree_entries += 1
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                pos[local[e]] = -1
-        if used + 8.0 * (n * (n - 1) // 2) + 3.0 * tree_entries > max_bytes:
+        n_entries = tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0],
+                                      &dim[0], &local[0], &ratio[0], &pos[0], 0, NULL, NULL,
+                                      NULL, NULL)
+        size = 8.0 * (n * (n - 1) // 2) + 3.0 * n_entries
+        if used + size > max_bytes:  # the tree's pairs are found row by row
             continue
-        used += 8.0 * (n * (n - 1) // 2) + 3.0 * tree_entries
+        used += size
         start = np.zeros(n * (n - 1) // 2, dtype=np.int64)
-        slot1 = np.zeros(tree_entries, dtype=np.uint8)
-        slot2 = np.zeros(tree_entries, dtype=np.uint8)
-        same = np.zeros(tree_entries, dtype=np.uint8)
+        slot1 = np.zeros(max(1, n_entries), dtype=np.uint8)
+        slot2 = np.zeros(max(1, n_entries), dtype=np.uint8)
+        same = np.zeros(max(1, n_entries), dtype=np.uint8)
+        tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0], &dim[0],
+                          &local[0], &ratio[0], &pos[0], offset, &start[0], &slot1[0],
+                          &slot2[0], &same[0])
         first[t] = n_pairs
-        tree_entries = 0
-        n = 0
-        for l1 in range(tree_leaf_start[t], tree_leaf_start[t + 1]):
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                pos[local[e]] = e
-            for l2 in range(l1 + 1, tree_leaf_start[t + 1]):
-                for e in range(fstart[l2], fstart[l2] + dim[l2]):
-                    e1 = pos[local[e]]
-                    if e1 >= 0:
-                        slot1[tree_entries] = e1 - fstart[l1]
-                        slot2[tree_entries] = e - fstart[l2]
-                        same[tree_entries] = ratio[e1] == ratio[e]
-                        tree_entries += 1
-                start[n] = n_entries + tree_entries  # the end of pair n
-                n += 1
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                pos[local[e]] = -1
-        n_pairs += n
-        n_entries += tree_entries
-        starts.append(np.asarray(start))
-        slots1.append(np.asarray(slot1))
-        slots2.append(np.asarray(slot2))
-        sames.append(np.asarray(same))
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(1, dtype=np.uint8))
-    return (np.asarray(first), np.concatenate(starts), cat(slots1), cat(slots2), cat(sames))
+        n_pairs += n * (n - 1) // 2
+        offset += n_entries
+        for part, values in zip(parts, (start, slot1[:n_entries], slot2[:n_entries],
+                                        same[:n_entries])):
+            part.append(np.asarray(values))
+    # (one more entry: never read, but a pointer to the first is taken)
+    starts, slots1, slots2, sames = (np.concatenate(part + [np.zeros(1, part[0].dtype if part
+                                                                     else np.uint8)])
+                                     for part in parts)
+    return np.asarray(first), starts, slots1, slots2, sames
 
 
 def r2_interaction_terms(ens, structure, const double[:, ::1] X,
