@@ -8,9 +8,37 @@ import pytest
 from sklearn.base import clone
 from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedShuffleSplit
-from sklearn.tree import DecisionTreeRegressor
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_r2shap import ShapleyR2RFECV, r2_decomposition
+
+
+def _split_rows_not_weights(estimator):
+    """Checks that an inner split of the rows cannot pass."""
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the inner split is drawn over rows: a row repeated k times can fall on both "
+            "sides of it, a row of weight k on one side only, so the ranking model sees "
+            "other rows (the check makes only the outer cv keep repeated rows together)."
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": "as on dense data.",
+        "check_fit2d_1feature": (
+            "10 rows: a fold's inner held-out part (3-4 rows) can have a constant y, on "
+            "which R^2 is not defined; refused by an error that names ranking_cv (tested "
+            "below), not by the number of features."
+        ),
+    }
+
+
+@parametrize_with_checks([
+    ShapleyR2RFECV(DecisionTreeRegressor(max_depth=3, random_state=0), cv=3, ranking_cv=0.5,
+                   random_state=0, n_jobs=1),
+    ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0), cv=3, step=0.5,
+                   ranking_cv=0.4, random_state=0, n_jobs=1)],
+    expected_failed_checks=_split_rows_not_weights)
+def test_sklearn_compatible_with_held_out_ranking(estimator, check):
+    check(estimator)
 
 
 def _data(seed, n=200, signal=(1.0, 0.6, 0.3), n_noise=4):
@@ -142,3 +170,11 @@ def test_bad_ranking_cv_is_refused(ranking_cv):
     X, y = _data(0, n=60)
     with pytest.raises(ValueError, match="ranking_cv must be None"):
         ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), ranking_cv=ranking_cv).fit(X, y)
+
+
+def test_constant_y_on_the_inner_held_out_rows_is_refused_by_name():
+    X = np.arange(8.0).reshape(-1, 1)
+    y = np.array([0.0, 0, 0, 0, 0, 0, 0, 1])
+    with pytest.raises(ValueError, match=r"ranking_cv=0.5: the inner split of .* y is constant"):
+        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), cv=2, ranking_cv=0.5,
+                       random_state=0).fit(X, y)

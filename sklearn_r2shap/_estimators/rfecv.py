@@ -28,7 +28,7 @@ from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_
 from sklearn.utils import _safe_indexing, check_array, check_random_state, get_tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils._available_if import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups
 from .._errors import import_optional
@@ -423,8 +423,17 @@ class ShapleyR2RFECV(BaseTreeSelector):
             groups = {self._group_names[u]: position[self._members[u]].tolist()
                       for u in features}
         since = time.perf_counter()
-        step = self._importance(groups, ranking_cv).fit(
-            _safe_indexing(X, columns, axis=1), y, weight)
+        try:
+            step = self._importance(groups, ranking_cv).fit(
+                _safe_indexing(X, columns, axis=1), y, weight)
+        except ValueError as error:
+            if not isinstance(ranking_cv, (ShuffleSplit, StratifiedShuffleSplit)):
+                raise
+            # e.g. a constant y on a few held-out rows: say which rows
+            raise ValueError(
+                f"ranking_cv={self.ranking_cv!r}: the inner split of {_num_samples(y)} rows "
+                f"holds out {ranking_cv.test_size:g} of them to rank on, and ranking "
+                f"failed: {error} Use a larger ranking_cv, or None.") from error
         self._step_line("fitted on " + (f"{len(features)} features" if groups is None else
                                         f"{len(features)} groups ({len(columns)} columns)"),
                         since)
