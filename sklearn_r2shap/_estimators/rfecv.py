@@ -165,7 +165,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
           D^2 is decomposed on the held-out part, rows it did not see, so
           that a noise column's share is centred at or below 0 and many
           leave at once as negative shares. One more fit per step, and the
-          decomposition of fewer rows.
+          decomposition of fewer rows. The split is of rows: a row of
+          integer weight k is not the same as k repeated rows.
         - An int >= 2 or a splitter: by shares cross-fitted inside the rows
           (:class:`ShapleyR2Importance` with this ``cv``, the held-out folds
           pooled), which costs that many more fits per step.
