@@ -15,6 +15,13 @@ Methods (none tuned per data set):
 - ``r2shap_rfecv_one_se`` / ``r2shap_rfecv_best``: ``ShapleyR2RFECV(model, selection_rule=...)``;
 - ``r2shap_rfecv_cf_one_se`` / ``_best``: the same with the ranking cross-fitted inside each
   fold's training rows (``ranking_cv=--rfe-ranking-cv``, default 3);
+- ``r2shap_rfecv_ho_one_se`` / ``_best``: the same with the ranking by held-out shares of one
+  inner split of each fold's training rows (``ranking_cv=--rfe-ranking-holdout``, default
+  0.5: half the rows fit the ranking model, half are decomposed; ``random_state=seed``);
+- ``r2shap_rfecv_ho_lcb_one_se`` / ``_best``: an experiment, not an option of the estimator: the
+  held-out ranking with each step's shares replaced by share - 1 standard error (the pooled
+  held-out terms' sd / sqrt(n)), for the order and for the batch rule alike: a feature leaves at
+  once unless its held-out share is at least one standard error above 0;
 - ``sfm_gain``: scikit-learn ``SelectFromModel`` on LightGBM's gain importance (>= mean);
 - ``rfecv``: scikit-learn ``RFECV`` (gain importance, step=1, cv=5, scoring "r2" / "roc_auc");
 - ``perm_mean`` / ``perm_2sd``: ``permutation_importance`` (10 repeats) of a model fitted
@@ -62,7 +69,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 OURS = ["r2shap_mean", "r2shap_fdr", "r2shap_rfecv_one_se", "r2shap_rfecv_best",
-        "r2shap_rfecv_cf_one_se", "r2shap_rfecv_cf_best"]
+        "r2shap_rfecv_cf_one_se", "r2shap_rfecv_cf_best",
+        "r2shap_rfecv_ho_one_se", "r2shap_rfecv_ho_best",
+        "r2shap_rfecv_ho_lcb_one_se", "r2shap_rfecv_ho_lcb_best"]
 SKLEARN = ["sfm_gain", "rfecv", "perm_mean", "perm_2sd"]
 PEERS = {  # runner -> the rules (methods) it reports
     "powershap": ["powershap"],
@@ -74,6 +83,8 @@ METHODS = OURS + SKLEARN + [m for rules in PEERS.values() for m in rules]
 GROUPS = {"r2shap_mean": ["r2shap_mean"], "r2shap_fdr": ["r2shap_fdr"],
           "r2shap_rfecv": ["r2shap_rfecv_one_se", "r2shap_rfecv_best"],
           "r2shap_rfecv_cf": ["r2shap_rfecv_cf_one_se", "r2shap_rfecv_cf_best"],
+          "r2shap_rfecv_ho": ["r2shap_rfecv_ho_one_se", "r2shap_rfecv_ho_best"],
+          "r2shap_rfecv_ho_lcb": ["r2shap_rfecv_ho_lcb_one_se", "r2shap_rfecv_ho_lcb_best"],
           "sfm_gain": ["sfm_gain"], "rfecv": ["rfecv"], "perm": ["perm_mean", "perm_2sd"],
           **PEERS}
 DATASETS = ["friedman1", "classification", "copies", "interaction", "diabetes", "breast_cancer"]
@@ -100,6 +111,9 @@ def parse_args(argv=None):
                              "fraction of the features, as in RFECV)")
     parser.add_argument("--rfe-ranking-cv", type=int, default=3,
                         help="ranking_cv of the r2shap_rfecv_cf methods (cross-fitted ranking)")
+    parser.add_argument("--rfe-ranking-holdout", type=float, default=0.5,
+                        help="ranking_cv of the r2shap_rfecv_ho methods (held-out ranking: "
+                             "the fraction of each fold's training rows held out)")
     parser.add_argument("--null-tasks", nargs="*", default=["regression", "classification"])
     parser.add_argument("--peer-venvs", default="/work/peer-venvs")
     parser.add_argument("--probatus-no-additivity-check", action="store_true",
@@ -209,12 +223,31 @@ def held_out_score(kept, X_train, y_train, X_test, y_test, task, seed, threads):
 
 # ---------------------------------------------------------------- methods
 
-def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3):
+def _lower_bound_rfecv():
+    """ShapleyR2RFECV whose steps rank by share - 1 standard error (an experiment)."""
+    import numpy as np
+
+    from sklearn_r2shap import ShapleyR2RFECV
+    from sklearn_r2shap._estimators.rfecv import _Scored
+
+    class LowerBoundRFECV(ShapleyR2RFECV):
+        def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None):
+            step = super()._fit_step(X, y, weight, features, scored_like, ranking_cv)
+            if not isinstance(step, _Scored):
+                step.feature_importances_ = (np.asarray(step.feature_importances_)
+                                             - np.asarray(step.std_errors_))
+            return step
+
+    return LowerBoundRFECV
+
+
+def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3, holdout=0.5):
     import numpy as np
 
     import sklearn_r2shap
 
     model = base_model(task, seed, threads)
+    LowerBoundRFECV = _lower_bound_rfecv()
     if group == "r2shap_mean":
         selector = sklearn_r2shap.ShapleyR2Importance(model, n_jobs=threads)
     elif group == "r2shap_fdr":
@@ -222,9 +255,12 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3):
                                                       n_jobs=threads)
     else:
         step = int(step) if step >= 1 else step
-        selector = sklearn_r2shap.ShapleyR2RFECV(
-            model, step=step, selection_rule="one_se", n_jobs=threads,
-            ranking_cv=ranking_cv if group == "r2shap_rfecv_cf" else None)
+        ranking = {"r2shap_rfecv_cf": ranking_cv, "r2shap_rfecv_ho": holdout,
+                   "r2shap_rfecv_ho_lcb": holdout}.get(group)
+        cls = LowerBoundRFECV if group == "r2shap_rfecv_ho_lcb" else sklearn_r2shap.ShapleyR2RFECV
+        selector = cls(
+            model, step=step, selection_rule="one_se", n_jobs=threads, ranking_cv=ranking,
+            random_state=seed)
     start = time.perf_counter()
     selector.fit(X, y)
     elapsed = time.perf_counter() - start
@@ -241,7 +277,8 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3):
                       if k.startswith("split") and k.endswith("_test_score")]).T
     count = int(results["n_features"][choose_n_features(results["n_features"], folds,
                                                         "best")])
-    _, _, last = selector._eliminate(X, y, None, count)
+    _, _, last = selector._eliminate(X, y, None, count,
+                                     ranking_cv=selector._final_ranking_cv)
     extra = {"n_features_curve": results["n_features"].tolist(),
              "mean_test_score": results["mean_test_score"].tolist(), "step": step,
              "ranking_cv": selector.ranking_cv}
@@ -315,7 +352,8 @@ def thread_env(threads):
 
 def run_group(group, X, y, task, seed, threads, args):
     if group in GROUPS and group.startswith("r2shap"):
-        return run_ours(group, X, y, task, seed, threads, args.rfe_step, args.rfe_ranking_cv)
+        return run_ours(group, X, y, task, seed, threads, args.rfe_step, args.rfe_ranking_cv,
+                        args.rfe_ranking_holdout)
     if group in PEERS:
         return run_peer(group, X, y, task, seed, threads, args)
     return run_sklearn(group, X, y, task, seed, threads)

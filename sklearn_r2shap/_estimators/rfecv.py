@@ -24,10 +24,11 @@ from sklearn.metrics import (
     d2_tweedie_score,
     r2_score,
 )
-from sklearn.model_selection import check_cv
-from sklearn.utils import _safe_indexing, check_array, get_tags
+from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
+from sklearn.utils import _safe_indexing, check_array, check_random_state, get_tags
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils._available_if import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups
 from .._errors import import_optional
@@ -102,11 +103,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
     of ``cv`` an elimination runs on the fold's training rows only: fit the
     model on the remaining features, rank them by their shares of the
     model's R^2 (or D^2) on those training rows (:func:`r2_decomposition`;
-    or, with ``ranking_cv``, by shares cross-fitted inside the training
-    rows), and remove all features with a negative share at once, else the
-    ``step`` lowest. Every step is scored on the fold's held-out rows, which
-    never helped choose the features removed before it. The number of
-    features is chosen from the folds' curves (``selection_rule``), then one
+    or, with ``ranking_cv``, by held-out shares of one inner split of the
+    training rows, or by shares cross-fitted inside them), and remove all
+    features with a negative share at once, else the ``step`` lowest.
+    Every step is scored on the fold's held-out rows, which never helped
+    choose the features removed before it. The number of features is
+    chosen from the folds' curves (``selection_rule``), then one
     elimination on all rows chooses which features, and the model is refitted
     on them.
 
@@ -148,16 +150,31 @@ class ShapleyR2RFECV(BaseTreeSelector):
         mean score minus its standard error sd / sqrt(K) over the K folds
         (ddof=1). "best": the best mean score (the fewest features among
         equal means), as RFECV.
-    ranking_cv : int, cross-validation generator or None, default=None
-        None: rank by the shares on the training rows the model was fitted
-        on (in-sample). An int or splitter: rank by shares cross-fitted
-        inside the training rows (:class:`ShapleyR2Importance` with this
-        ``cv``), which costs that many more fits per step, fewer steps
-        when many shares are negative. Measured (documentation page
-        "Feature selection", ``benchmarks/bench_rfecv_ranking.py``): both
-        keep the scores honest on null data, and both choose the same
-        features on Friedman1 with noise columns, where in-sample ranking
-        takes half the time; hence the default None.
+    ranking_cv : None, float, int, cross-validation generator or iterable, \
+            default=None
+        How each step ranks the features, inside the rows it eliminates on
+        (a fold's training rows, or all rows for the final elimination):
+
+        - None: by the shares of the model's R^2 / D^2 on the rows it was
+          fitted on (in-sample).
+        - A float in (0, 1): by held-out shares of one inner split. This
+          fraction of the rows is held out (:class:`~sklearn.model_selection.ShuffleSplit`,
+          stratified for a classifier as ``check_cv`` stratifies, seeded by
+          ``random_state``; the same inner rows at every step of an
+          elimination), the model is fitted on the others and its R^2 /
+          D^2 is decomposed on the held-out part, rows it did not see, so
+          that a noise column's share is centred at or below 0 and many
+          leave at once as negative shares. One more fit per step, and the
+          decomposition of fewer rows. The split is of rows: a row of
+          integer weight k is not the same as k repeated rows.
+        - An int >= 2 or a splitter: by shares cross-fitted inside the rows
+          (:class:`ShapleyR2Importance` with this ``cv``, the held-out folds
+          pooled), which costs that many more fits per step.
+
+        The step's score on the fold's held-out rows is in every case that
+        of the model fitted on all the fold's training rows. Which is right
+        when: documentation page "Feature selection", "Ranking inside the
+        folds" (measured in ``benchmarks/RESULTS.md``, "Default ranking").
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores). Folds run
         one after the other.
@@ -172,7 +189,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
         Seconds the exact algorithm may be expected to take under
         ``algorithm="auto"``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the sampled algorithm.
+        Seeds the sampled algorithm and, with a float ``ranking_cv``, the
+        inner splits (one draw per elimination: the folds' in turn, then
+        the one on all rows). An int gives the same selection at every fit
+        and for any ``n_jobs``; None a different inner split at each fit.
     groups : mapping, default=None
         Feature groups eliminated whole: a mapping of group name to input
         columns (names or indices; a column in at most one group, every
@@ -208,9 +228,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
         The model refitted on all rows and the selected features.
     feature_importances_ : ndarray of shape (`n_features_`,) or (`n_groups_`,)
         The selected features' (or groups') shares of ``estimator_``'s R^2 /
-        D^2 on all rows (in-sample; cross-fitted with ``ranking_cv``).
+        D^2 on all rows (in-sample; with a float ``ranking_cv``: the held-out
+        shares of the model fitted on the inner training rows, on the inner
+        held-out rows; with an int or splitter: cross-fitted).
     decomposition_ : R2Decomposition
-        Their decomposition (with ``ranking_cv``: of the pooled held-out rows).
+        Their decomposition (with ``ranking_cv``: of the held-out rows, pooled
+        over the inner folds; a float: of the inner held-out rows).
     cv_results_ : dict of ndarrays
         RFECV's keys, each row a count of features, ascending: ``n_features``,
         ``mean_test_score``, ``std_test_score`` (ddof=0, as RFECV),
@@ -306,11 +329,45 @@ class ShapleyR2RFECV(BaseTreeSelector):
         if _unfrozen(estimator)[1]:
             raise ValueError(f"{type(self).__name__} refits the model on subsets of the "
                              "features: pass the unfitted model, not a FrozenEstimator.")
+        ranking_cv = self.ranking_cv
+        if isinstance(ranking_cv, bool) or (
+                isinstance(ranking_cv, numbers.Integral) and ranking_cv < 2) or (
+                isinstance(ranking_cv, numbers.Real)
+                and not isinstance(ranking_cv, numbers.Integral)
+                and not 0 < ranking_cv < 1) or isinstance(ranking_cv, str):
+            raise ValueError(
+                "ranking_cv must be None (in-sample shares), a float in (0, 1) (held-out "
+                "shares of one inner split, this fraction of the training rows held out), "
+                "an int >= 2 (shares cross-fitted in that many inner folds), or a "
+                f"cross-validation splitter or iterable, got {ranking_cv!r}.")
 
-    def _importance(self, groups=None):
-        """The decomposition of one step: ShapleyR2Importance fits and ranks."""
+    def _ranking_splits(self, y, classifier):
+        """The ranking ``cv`` of each elimination, in turn: a generator.
+
+        ``ranking_cv`` None, an int or a splitter: itself for every elimination.
+        A float: one shuffled inner split per elimination (each outer fold's, then
+        the one on all rows; the same inner rows at every step of an elimination)
+        holding out that fraction of its rows, stratified for a classifier of a
+        class target (as ``check_cv`` stratifies), each seeded by a draw from
+        ``random_state``: the splits depend on nothing else (not ``n_jobs``).
+        """
+        ranking_cv = self.ranking_cv
+        if not (isinstance(ranking_cv, numbers.Real)
+                and not isinstance(ranking_cv, numbers.Integral)):
+            while True:
+                yield ranking_cv
+        rng = check_random_state(self.random_state)
+        stratify = classifier and type_of_target(y) in ("binary", "multiclass")
+        splitter = StratifiedShuffleSplit if stratify else ShuffleSplit
+        while True:
+            yield splitter(n_splits=1, test_size=float(ranking_cv),
+                           random_state=int(rng.randint(np.iinfo(np.int32).max)))
+
+    def _importance(self, groups=None, ranking_cv=None):
+        """The decomposition of one step: ShapleyR2Importance fits and ranks, with
+        ``ranking_cv`` its ``cv`` (None: in-sample shares)."""
         return ShapleyR2Importance(
-            self.estimator, method="qshap", threshold=-np.inf, cv=self.ranking_cv,
+            self.estimator, method="qshap", threshold=-np.inf, cv=ranking_cv,
             n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
             exact_budget=self.exact_budget, random_state=self.random_state, groups=groups)
 
@@ -340,9 +397,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return np.zeros(0, dtype=np.intp)
         return np.sort(np.concatenate([self._members[u] for u in units]))
 
-    def _fit_step(self, X, y, weight, features, scored_like=None):
+    def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None):
         """ShapleyR2Importance fitted on the columns of the units ``features`` of
-        (X, y) (ascending); with groups, its shares are those of the groups.
+        (X, y) (ascending), ranking with ``ranking_cv`` (one of ``_ranking_splits``);
+        with groups, its shares are those of the groups.
 
         ``scored_like``: the ``_loss_name`` of a step fitted before on the same
         rows, which this one shares. Then only the model is fitted, for a
@@ -366,7 +424,17 @@ class ShapleyR2RFECV(BaseTreeSelector):
             groups = {self._group_names[u]: position[self._members[u]].tolist()
                       for u in features}
         since = time.perf_counter()
-        step = self._importance(groups).fit(_safe_indexing(X, columns, axis=1), y, weight)
+        try:
+            step = self._importance(groups, ranking_cv).fit(
+                _safe_indexing(X, columns, axis=1), y, weight)
+        except ValueError as error:
+            if not isinstance(ranking_cv, (ShuffleSplit, StratifiedShuffleSplit)):
+                raise
+            # e.g. a constant y on a few held-out rows: say which rows
+            raise ValueError(
+                f"ranking_cv={self.ranking_cv!r}: the inner split of {_num_samples(y)} rows "
+                f"holds out {ranking_cv.test_size:g} of them to rank on, and ranking "
+                f"failed: {error} Use a larger ranking_cv, or None.") from error
         self._step_line("fitted on " + (f"{len(features)} features" if groups is None else
                                         f"{len(features)} groups ({len(columns)} columns)"),
                         since)
@@ -403,8 +471,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return int(self.step)
         return max(1, int(self.step * n_remaining))
 
-    def _eliminate(self, X, y, weight, stop, held_out=None):
+    def _eliminate(self, X, y, weight, stop, held_out=None, ranking_cv=None):
         """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
+
+        ``ranking_cv``: the ranking ``cv`` of every step (one of ``_ranking_splits``).
 
         Returns the _Path, the last step's fitted ShapleyR2Importance and its
         features, best first. With ``held_out`` (a fold), the last step is only
@@ -425,7 +495,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 path.scores.append(self._score(fitted, *held_out, features))
                 path.subsets.append(features.copy())
                 return path, fitted, features
-            fitted = self._fit_step(X, y, weight, features)
+            fitted = self._fit_step(X, y, weight, features, ranking_cv=ranking_cv)
             path.scored_like = _loss_name(fitted)
             shares = np.asarray(fitted.feature_importances_)
             # best first; equal shares: the lower column first (RFE's stable order)
@@ -476,6 +546,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
         stop = min(self.min_features_to_select, n_units)
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
+        # the ranking cv of each elimination: the folds' in turn, then the one on all rows
+        ranking_splits = self._ranking_splits(y, is_classifier(estimator))
 
         def rows(data, index):
             return None if data is None else _safe_indexing(data, index)
@@ -485,7 +557,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
             since = time.perf_counter()
             train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
             held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
-            path, _, last = self._eliminate(*train_rows, stop, held_out)
+            path, _, last = self._eliminate(*train_rows, stop, held_out,
+                                            ranking_cv=next(ranking_splits))
             folds.append((path, path.order(last), train_rows, held_out))
             self._step_line(f"fold {fold + 1}: eliminated on {len(train)} rows, scored on "
                             f"{len(test)} held-out rows", since)
@@ -504,7 +577,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 supports[k, c, self._columns(subset)] = True
         chosen = choose_n_features(counts, scores, self.selection_rule)
         n_chosen = int(counts[chosen])
-        path, final, last = self._eliminate(X, y, sample_weight, n_chosen)
+        # kept (private) to rerun this elimination down to another count
+        self._final_ranking_cv = next(ranking_splits)
+        path, final, last = self._eliminate(X, y, sample_weight, n_chosen,
+                                            ranking_cv=self._final_ranking_cv)
         self.support_ = np.zeros(n_features, dtype=bool)
         self.support_[self._columns(last)] = True
         self.n_features_ = int(self.support_.sum())
