@@ -67,8 +67,15 @@ class R2Terms:
                     f"{self.ensemble.model_type} has a leaf with more than 64 distinct features "
                     "on its path: its interaction shares are not computed; use "
                     "r2_decomposition for the shares alone.")
-            self._pair_plan = (structure,) + tuple(
-                _qshap._tree_rules(self.ensemble, self.points, self.weights))
+            tree_m, rule_points, rule_weights = _qshap._tree_rules(
+                self.ensemble, self.points, self.weights)
+            if self.algorithm == "exact":  # Gauss-Legendre rules of every size
+                # a pair's second derivative has degree <= |F_1 u F_2| - 2, at most
+                # 2 d_t - 3 and F_t - 2: min(d_t - 1, F_t // 2) nodes are exact
+                d_t = _qshap.tree_path_features(self.ensemble)
+                tree_m = np.clip(np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2),
+                                 1, tree_m)
+            self._pair_plan = (structure, tree_m, rule_points, rule_weights)
         structure, tree_m, rule_points, rule_weights = self._pair_plan
         return _qshap_interactions.r2_interaction_terms(
             self.ensemble, structure, X, square_coef, linear_coef, tree_m, rule_points,
@@ -344,7 +351,7 @@ class _PairBlockWork(_BlockWork):
 
     description = "R^2 interaction shares"
     # measured on XGBoost depth 6 (benchmarks/bench_r2_interactions.py)
-    cost_ratio = 6.0
+    cost_ratio = 5.0
     tables_per_block = False
     #: the most bytes of a block's (rows, n_features, n_features) matrices
     block_bytes = 32 << 20

@@ -872,14 +872,20 @@ def tree_path_features(ens):
     return np.asarray(out)
 
 
+def tree_feature_counts(ens):
+    """F_t, the distinct split features (players) of every tree."""
+    n_trees = len(ens.tree_start) - 1
+    internal = np.asarray(ens.children_left) >= 0
+    tree_of = np.repeat(np.arange(n_trees), np.diff(ens.tree_start))
+    pairs = np.unique(np.stack([tree_of[internal], np.asarray(ens.feature)[internal]]), axis=1)
+    return np.bincount(pairs[0], minlength=n_trees)
+
+
 def tree_rule_sizes(ens):
     """n_t = min(d_t, ceil(F_t / 2)) per tree: the Gauss-Legendre nodes exact
     for tree t's games (module comment); at least 1."""
     d = tree_path_features(ens)
-    internal = np.asarray(ens.children_left) >= 0
-    tree_of = np.repeat(np.arange(len(d)), np.diff(ens.tree_start))
-    pairs = np.unique(np.stack([tree_of[internal], np.asarray(ens.feature)[internal]]), axis=1)
-    n_features = np.bincount(pairs[0], minlength=len(d))
+    n_features = tree_feature_counts(ens)
     return np.maximum(1, np.minimum(d, (n_features + 1) // 2))
 
 
