@@ -232,20 +232,19 @@ def test_pair_lists_and_row_by_row_give_the_same_bits(monkeypatch):
     row: every budget gives the same values, bit for bit."""
     from sklearn_r2shap._kernels import _qshap_interactions
 
-    calls = []
+    model, X, y, w, _, local = case("lightgbm-nan")  # before the kernel is patched
     original = _qshap_interactions.r2_interaction_terms
-
-    def budgeted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, max_list_bytes=budget, **kwargs)
-
-    monkeypatch.setattr(_qshap_interactions, "r2_interaction_terms", budgeted)
-    model, X, y, w, _, _ = case("lightgbm-nan")
     results = []
     for budget in (0.0, 1000.0, 1e12):  # no tree, 4 of the 8 trees, every tree listed
+        calls = []
+
+        def budgeted(*args, _budget=budget, **kwargs):
+            calls.append(_budget)
+            return original(*args, max_list_bytes=_budget, **kwargs)
+
+        monkeypatch.setattr(_qshap_interactions, "r2_interaction_terms", budgeted)
         results.append(r2_interactions(model, X, y, sample_weight=w, return_local=True).local)
-    assert len(calls) == 3
+        assert calls == [budget]
     for got in results[1:]:
         np.testing.assert_array_equal(got, results[0])
-    _, _, _, _, _, local = case("lightgbm-nan")
     np.testing.assert_allclose(results[0], local, rtol=0, atol=ATOL)

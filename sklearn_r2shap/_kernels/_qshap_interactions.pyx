@@ -1,5 +1,5 @@
 # Shapley interaction shares of R^2 (doc/r2_decomposition.rst, "Interaction
-# shares"; DESIGN section 3 for the games, section 7 for interaction values).
+# shares"; interaction values: doc/local_attributions.rst, "Interaction values").
 #
 # Per row i and tree k the R^2 game is a_ik m_S^2 + b_ik m_S (the Q-SHAP
 # coefficients of _qshap.r2_terms: squared error a = w_i, b = -2 w_i c_ik).
