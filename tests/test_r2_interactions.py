@@ -145,9 +145,17 @@ def test_bit_identical_for_threads_and_blocks(monkeypatch):
         got = r2_interactions(model, X, y, sample_weight=w, n_jobs=n_jobs)
         np.testing.assert_array_equal(got.shares, want.shares)
         np.testing.assert_array_equal(got.std_errors, want.std_errors)
-    # blocks of one row's matrices: the same values, also in blocks
+    # blocks of one row's matrices: the same values, also in blocks, and what
+    # the kernel reads besides the rows computed once per call
+    from sklearn_r2shap._kernels import _qshap_interactions
+
+    plans = []
+    original = _qshap_interactions.pair_plan
+    monkeypatch.setattr(_qshap_interactions, "pair_plan",
+                        lambda *args, **kwargs: plans.append(1) or original(*args, **kwargs))
     monkeypatch.setattr(r2_games._PairBlockWork, "block_bytes", 8 * 25)
     got = r2_interactions(model, X, y, sample_weight=w, n_jobs=2)
+    assert len(plans) == 1
     np.testing.assert_allclose(got.shares, want.shares, rtol=0, atol=1e-13)
     np.testing.assert_allclose(got.std_errors, want.std_errors, rtol=1e-12)
 
@@ -232,8 +240,8 @@ def test_pair_lists_and_row_by_row_give_the_same_bits(monkeypatch):
     row: every budget gives the same values, bit for bit."""
     from sklearn_r2shap._kernels import _qshap_interactions
 
-    model, X, y, w, _, local = case("lightgbm-nan")  # before the kernel is patched
-    original = _qshap_interactions.r2_interaction_terms
+    model, X, y, w, _, local = case("lightgbm-nan")  # before the plan is patched
+    original = _qshap_interactions.pair_plan
     results = []
     for budget in (0.0, 1000.0, 1e12):  # no tree, 4 of the 8 trees, every tree listed
         calls = []
@@ -242,7 +250,7 @@ def test_pair_lists_and_row_by_row_give_the_same_bits(monkeypatch):
             calls.append(_budget)
             return original(*args, max_list_bytes=_budget, **kwargs)
 
-        monkeypatch.setattr(_qshap_interactions, "r2_interaction_terms", budgeted)
+        monkeypatch.setattr(_qshap_interactions, "pair_plan", budgeted)
         results.append(r2_interactions(model, X, y, sample_weight=w, return_local=True).local)
         assert calls == [budget]
     for got in results[1:]:

@@ -59,7 +59,10 @@ class R2Terms:
 
     def pairs(self, X, square_coef, linear_coef):
         """Per row, the (n_features, n_features) matrix of the games' SHAP
-        interaction values Phi_jk (0 on the diagonal; exact algorithm only)."""
+        interaction values Phi_jk (0 on the diagonal; exact algorithm only).
+        What the kernel reads besides the rows is computed at the first call."""
+        if self.algorithm != "exact":
+            raise ValueError("interaction values are computed by the exact algorithm only")
         if not hasattr(self, "_pair_plan"):
             structure = _semivalues.pattern_structure(self.ensemble)
             if structure["leaf_dim"].max(initial=0) > 64:
@@ -69,16 +72,17 @@ class R2Terms:
                     "r2_decomposition for the shares alone.")
             tree_m, rule_points, rule_weights = _qshap._tree_rules(
                 self.ensemble, self.points, self.weights)
-            if self.algorithm == "exact":  # Gauss-Legendre rules of every size
-                # a pair's second derivative has degree <= |F_1 u F_2| - 2, at most
-                # 2 d_t - 3 and F_t - 2: min(d_t - 1, F_t // 2) nodes are exact
-                d_t = _qshap.tree_path_features(self.ensemble)
-                tree_m = np.clip(np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2),
-                                 1, tree_m)
-            self._pair_plan = (structure, tree_m, rule_points, rule_weights)
-        structure, tree_m, rule_points, rule_weights = self._pair_plan
+            # Gauss-Legendre rules of every size: a pair's second derivative has
+            # degree <= |F_1 u F_2| - 2, at most 2 d_t - 3 and F_t - 2, so
+            # min(d_t - 1, F_t // 2) nodes are exact
+            d_t = _qshap.tree_path_features(self.ensemble)
+            tree_m = np.clip(np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2),
+                             1, tree_m)
+            self._pair_plan = (_qshap_interactions.pair_plan(self.ensemble, structure),
+                               tree_m, rule_points, rule_weights)
+        plan, tree_m, rule_points, rule_weights = self._pair_plan
         return _qshap_interactions.r2_interaction_terms(
-            self.ensemble, structure, X, square_coef, linear_coef, tree_m, rule_points,
+            self.ensemble, plan, X, square_coef, linear_coef, tree_m, rule_points,
             rule_weights, self.n_threads)
 
     def __call__(self, X, square_coef, linear_coef, row_ids):

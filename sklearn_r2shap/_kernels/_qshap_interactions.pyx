@@ -423,25 +423,39 @@ def pair_lists(structure, const int64_t[::1] local, double max_bytes):
     return np.asarray(first), starts, slots1, slots2, sames
 
 
-def r2_interaction_terms(ens, structure, const double[:, ::1] X,
+def pair_plan(ens, structure, double max_list_bytes=DEFAULT_LIST_BYTES):
+    """What ``r2_interaction_terms`` reads besides the rows, computed once per
+    call: the pattern ``structure`` (``_semivalues.pattern_structure(ens)``, at
+    most 64 path features per leaf), each tree's own feature indices
+    (``tree_features``), the leaf values and the lists of leaf pairs' shared
+    features of the trees that fit in ``max_list_bytes`` (``pair_lists``; the
+    others find them row by row: the same values, bit for bit)."""
+    if structure["leaf_dim"].max(initial=0) > 64:
+        raise ValueError("a leaf has more than 64 distinct features on its path")
+    local, n_local, feature_start, tree_feature, max_entries = tree_features(structure)
+    rho = np.ascontiguousarray(np.asarray(ens.value, dtype=np.float64).reshape(
+        len(ens.children_left), -1)[np.asarray(structure["leaf_node"]), 0])
+    return {"structure": structure, "local": local, "n_local": n_local,
+            "feature_start": feature_start, "tree_feature": tree_feature,
+            "max_entries": max_entries, "rho": rho,
+            "lists": pair_lists(structure, local, max_list_bytes)}
+
+
+def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                          const double[:, ::1] square_coef, const double[:, ::1] linear_coef,
                          const int64_t[::1] tree_m, const double[:, ::1] rule_points,
-                         const double[:, ::1] rule_weights, int n_threads,
-                         double max_list_bytes=DEFAULT_LIST_BYTES):
+                         const double[:, ::1] rule_weights, int n_threads):
     """Per row, the (n_features, n_features) matrix, 0 on the diagonal, of
     sum_k a_ik Phi_jk[m_k^2](x_i) + b_ik Phi_jk[m_k](x_i) (module comment).
 
-    ``structure``: ``_semivalues.pattern_structure(ens)``, at most 64 path
-    features per leaf. ``square_coef`` (a), ``linear_coef`` (b): (n_rows,
-    n_trees), as ``_qshap.r2_terms``. Tree t uses the ``tree_m[t]``-node rule
-    ``rule_points[tree_m[t] - 1]`` (``_qshap._tree_rules``). A row's trees
-    are added in order: the values do not depend on ``n_threads``.
-    ``max_list_bytes``: the most bytes of the lists of leaf pairs' shared
-    features (``pair_lists``); trees beyond find them row by row (the same
-    values, bit for bit).
+    ``plan``: ``pair_plan(ens, ...)``. ``square_coef`` (a), ``linear_coef``
+    (b): (n_rows, n_trees), as ``_qshap.r2_terms``. Tree t uses the
+    ``tree_m[t]``-node rule ``rule_points[tree_m[t] - 1]``
+    (``_qshap._tree_rules``). A row's trees are added in order: the values
+    do not depend on ``n_threads``.
     """
     cdef Forest f = forest_from(ens)
-    cdef Patterns pt = patterns_from(structure)
+    cdef Patterns pt = patterns_from(plan["structure"])
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t p = f.n_features
     if f.n_values != 1:
@@ -449,31 +463,24 @@ def r2_interaction_terms(ens, structure, const double[:, ::1] X,
     if square_coef.shape[0] != n_rows or square_coef.shape[1] != f.n_trees or \
             linear_coef.shape[0] != n_rows or linear_coef.shape[1] != f.n_trees:
         raise ValueError("game coefficients must have shape (n_rows, n_trees)")
-    if pt.max_dim > 64:
-        raise ValueError("a leaf has more than 64 distinct features on its path")
     if rule_points.shape[1] > MAX_NODES:
         raise ValueError(f"at most {MAX_NODES} Gauss nodes, got {rule_points.shape[1]}")
     cdef double[:, :, ::1] out = np.zeros((n_rows, p, p))
     if n_rows == 0 or f.n_trees == 0:
         return np.asarray(out)
-    local_np, n_local_np, feature_start_np, tree_feature_np, max_entries_ = tree_features(
-        structure)
-    cdef const int64_t[::1] local = local_np
-    cdef const int64_t[::1] n_local = n_local_np
-    cdef const int64_t[::1] feature_start = feature_start_np
-    cdef const int64_t[::1] tree_feature = tree_feature_np
-    cdef const double[::1] rho = np.ascontiguousarray(
-        np.asarray(ens.value, dtype=np.float64).reshape(len(ens.children_left), -1)[
-            np.asarray(structure["leaf_node"]), 0])
-    cdef int64_t max_local = max(1, int(n_local_np.max(initial=1)))
-    cdef int64_t max_entries = max_entries_
+    cdef const int64_t[::1] local = plan["local"]
+    cdef const int64_t[::1] n_local = plan["n_local"]
+    cdef const int64_t[::1] feature_start = plan["feature_start"]
+    cdef const int64_t[::1] tree_feature = plan["tree_feature"]
+    cdef const double[::1] rho = plan["rho"]
+    cdef int64_t max_local = max(1, int(np.max(plan["n_local"], initial=1)))
+    cdef int64_t max_entries = plan["max_entries"]
     cdef int64_t max_dim = max(1, pt.max_dim)
-    lists_np = pair_lists(structure, local_np, max_list_bytes)
-    cdef const int64_t[::1] list_first = lists_np[0]
-    cdef const int64_t[::1] list_start = lists_np[1]
-    cdef const uint8_t[::1] list_slot1 = lists_np[2]
-    cdef const uint8_t[::1] list_slot2 = lists_np[3]
-    cdef const uint8_t[::1] list_same = lists_np[4]
+    cdef const int64_t[::1] list_first = plan["lists"][0]
+    cdef const int64_t[::1] list_start = plan["lists"][1]
+    cdef const uint8_t[::1] list_slot1 = plan["lists"][2]
+    cdef const uint8_t[::1] list_slot2 = plan["lists"][3]
+    cdef const uint8_t[::1] list_same = plan["lists"][4]
     cdef PairLists lists, listed
     listed.start = &list_start[0]
     listed.slot1 = &list_slot1[0]
