@@ -5,6 +5,8 @@
   the symmetric mode) and the ensemble they decompose (:func:`_game_ensemble`);
 - :class:`_BlockWork`: a block of rows in, mergeable statistics out, and the
   step from the merged statistics to the :class:`R2Decomposition`;
+  :class:`_PairBlockWork` the same with the per-row interaction matrices,
+  to the :class:`R2Interactions` of :func:`r2_interactions`;
 - :func:`_target_statistics`: the statistics of y and the weights alone (the
   first pass over a dask collection).
 
@@ -355,7 +357,7 @@ class _PairBlockWork(_BlockWork):
 
     description = "R^2 interaction shares"
     # measured on XGBoost depth 6 (benchmarks/bench_r2_interactions.py)
-    cost_ratio = 5.0
+    cost_ratio = 5.5
     tables_per_block = False
     #: the most bytes of a block's (rows, n_features, n_features) matrices
     block_bytes = 32 << 20
