@@ -284,12 +284,19 @@ class _BlockWork:
         loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
         # rows of zero weight are absent from the data, also for the standard
         # error; a random subset estimates a sum over all rows, zeros included
-        return terms, {
+        counted = np.ones(len(ids), dtype=bool) if subset else weight[ids] > 0
+        local, more = self._more(X_chunk, square_coef, linear_coef, terms, counted)
+        return local, {
             "sums": terms.sum(axis=0),
-            "terms": Moments.of(terms if subset else terms[weight[ids] > 0]),
+            "terms": Moments.of(terms[counted]),
             "mc_variance": (np.zeros(n_features) if variance is None
                             else variance.sum(axis=0)),
-            "loss": loss_sum}
+            "loss": loss_sum, **more}
+
+    def _more(self, X_chunk, square_coef, linear_coef, terms, counted):
+        """A subclass's per-row results and statistics beyond the terms (the
+        rows ``counted`` in the Moments): here the terms themselves, none."""
+        return terms, {}
 
     def local_shape(self, n_rows):
         """The shape of the per-row terms of ``n_rows`` rows (``return_local``)."""
@@ -313,13 +320,11 @@ class _BlockWork:
         """The R2Decomposition from the merged statistics of every block and L0."""
         n_features = self.ensemble.n_features
         terms = statistics["terms"]
-        count = terms.weight
         # R2_j = -(1/L0) sum_i terms_ij; a random subset: n / n_used times its sum is
         # unbiased for the sum over all rows
         scale = -n_rows / n_used / total
         sums = statistics["sums"] * scale
-        std_errors = (np.sqrt(count * terms.m2 / (count - 1)) * abs(scale) if count > 1
-                      else np.full(n_features, np.nan))
+        std_errors = _std_errors(terms, abs(scale))
         mc_std_errors = None
         if self.algorithm == "sampled":
             mc_std_errors = (np.sqrt(statistics["mc_variance"]) * abs(scale)
@@ -370,22 +375,14 @@ class _PairBlockWork(_BlockWork):
         p = self.ensemble.n_features
         self.chunk_rows = int(max(1, min(self.chunk_rows, self.block_bytes // (8 * p * p))))
 
-    def block(self, X_chunk, target, weight, ids, first=0, subset=False, with_loss=True):
-        """``(matrices, statistics)``: the block's per-row matrices, and the
-        statistics of :meth:`_BlockWork.block` with ``pair_sums`` (their sum)
-        and ``pair_terms`` (their Moments over the rows of positive weight)."""
-        square_coef, linear_coef = self.coefficients(X_chunk, target[ids], weight[ids])
-        terms, _ = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
+    def _more(self, X_chunk, square_coef, linear_coef, terms, counted):
+        """The block's per-row matrices, and ``pair_sums`` (their sum) and
+        ``pair_terms`` (their Moments over the rows ``counted``)."""
         matrices = self.terms_of.pairs(X_chunk, square_coef, linear_coef)
         diagonal = np.arange(matrices.shape[1])
         matrices[:, diagonal, diagonal] = terms - matrices.sum(axis=2)
-        # as _BlockWork.block: rows of zero weight are absent, unless a random subset
-        counted = np.ones(len(ids), dtype=bool) if subset else weight[ids] > 0
-        loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
-        return matrices, {
-            "sums": terms.sum(axis=0), "terms": Moments.of(terms[counted]),
-            "mc_variance": np.zeros(self.ensemble.n_features), "loss": loss_sum,
-            "pair_sums": matrices.sum(axis=0), "pair_terms": Moments.of(matrices[counted])}
+        return matrices, {"pair_sums": matrices.sum(axis=0),
+                          "pair_terms": Moments.of(matrices[counted])}
 
     def empty_statistics(self):
         p = self.ensemble.n_features
@@ -396,16 +393,23 @@ class _PairBlockWork(_BlockWork):
         """The R2Interactions from the merged statistics of every block and L0."""
         decomposition = super().finalize(statistics, total, n_rows=n_rows, n_used=n_used,
                                          names=names)
-        moments = statistics["pair_terms"]
-        count = moments.weight
         scale = n_rows / n_used / total  # as _BlockWork.finalize
-        std_errors = (np.sqrt(count * moments.m2 / (count - 1)) * scale if count > 1
-                      else np.full(moments.m2.shape, np.nan))
+        std_errors = _std_errors(statistics["pair_terms"], scale)
         if local is not None:
             local /= -total
         return R2Interactions(
             shares=statistics["pair_sums"] * -scale, std_errors=std_errors,
             decomposition=decomposition, local=local)
+
+
+def _std_errors(moments, scale):
+    """``scale * sqrt(n var_i)`` (ddof=1) of per-row terms from their Moments
+    (documentation page "Shapley decomposition of R^2"), NaN for fewer than
+    two rows."""
+    count = moments.weight
+    if count > 1:
+        return np.sqrt(count * moments.m2 / (count - 1)) * scale
+    return np.full(np.shape(moments.m2), np.nan)
 
 
 def _subsample_rows(n_rows, max_samples, random):
