@@ -80,7 +80,8 @@ class R2Terms:
             d_t = _qshap.tree_path_features(self.ensemble)
             tree_m = np.clip(np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2),
                              1, tree_m)
-            self._pair_plan = (_qshap_interactions.pair_plan(self.ensemble, structure),
+            self._pair_plan = (_qshap_interactions.pair_plan(self.ensemble, structure, tree_m,
+                                                             rule_points),
                                tree_m, rule_points, rule_weights)
         plan, tree_m, rule_points, rule_weights = self._pair_plan
         return _qshap_interactions.r2_interaction_terms(

@@ -25,12 +25,16 @@
 # matrix whose two triangles are added at the end), and the diagonal pairs
 # l1 = l2 the product over one path with g_j = (1 - t) R_j^2 + t X_j. With X in
 # {0, 1}, a shared feature's psi_j = g_j / (u_j(l1) u_j(l2)) and kappa_j are
-# 1 / (1 - t) and 1 / (1 - t) when X1 = X2 = 0, R1 / u_j(l1) and -alpha_j(l1)
-# when only X1 = 1 (and the mirror), and need g_j only when X1 = X2 = 1 (then
-# tabulated per leaf entry for R2 = R1, the usual case of a feature split
-# above the pair's lowest common ancestor only): no division per pair. Cost per
-# row, tree and Gauss node: O(L^2 (d + s^2) + L d F), L leaves, d path
-# features, s shared features of a pair, F the tree's features.
+# 1 / (1 - t) and 1 / (1 - t) when X1 = X2 = 0, R1 / u1 and -(1 - R1) / u1
+# (u1 = (1 - t) R1 + t, so -alpha_j(l1)) when only X1 = 1 (and the mirror), and
+# g / (u1 u2) and (1 - R1 R2) / g - (1 - R1) / u1 - (1 - R2) / u2 with
+# g = (1 - t) R1 R2 + t when X1 = X2 = 1: functions of the pair entry and the
+# bits only (shared_factors). The pairs listed once per call (pair_lists) keep
+# the four per entry in tables that the row picks by its two bits, without a
+# branch or a division; the others compute them row by row, by the same
+# function, so both give the same bits. Cost per row, tree and Gauss node:
+# O(L^2 (d + s^2) + L d F), L leaves, d path features, s shared features of a
+# pair, F the tree's features.
 #
 # A factor vanishes only where its R and X products are 0 (a zero-cover edge
 # x does not take); its derivative X - R (or X1 X2 - R1 R2) is then 0 too, so
@@ -41,7 +45,7 @@
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
 from ._common cimport Buffers, buffers_new, buffers_free, block_leaf_patterns, scratch_ready, take
@@ -53,8 +57,9 @@ from ._forest cimport (
 
 cdef enum:
     MAX_NODES = 64  # Gauss nodes of a tree's rule: at most its path features (<= 64)
+    ROW_CHUNK = 64  # rows that take a tree in turn (r2_interaction_terms)
 
-# the lists of leaf pairs' shared features, per call (pair_lists)
+# the lists of leaf pairs' shared features and their tables, per call (pair_lists)
 DEFAULT_LIST_BYTES = 256.0 * 1024 * 1024
 
 
@@ -69,11 +74,12 @@ cdef struct PairRow:
     double* iu               # per leaf entry (the tree's, from 0): 1 / u_j(l)
     double* alpha
     double* K
-    double* Riu              # entries x takes (X = 1): R / u, and for a pair with the
-    double* self_psi         # same R on the other leaf: g / u^2 and
-    double* self_kappa       # (1 - R^2) / g - 2 alpha, g = (1 - t) R^2 + t
-    double* MA               # (leaves, tree features): sum over later partners of M alpha
-    double* kappa            # one pair's shared features
+    double* alone_psi        # per leaf entry, pairs not listed: alone_factors
+    double* alone_kappa
+    double* psi11            # one pair's shared features with X1 = X2 = 1, pairs not
+    double* kappa11          # listed: shared_factors
+    double* MA               # (tree features,): sum over l1's later partners of M alpha
+    const double** kappa     # one pair's shared features: their kappa (m values)
     double* H                # (tree features, tree features), both triangles, summed over q
     int64_t* pos             # tree feature -> entry of the pair's first leaf, or -1
     int64_t* shared_e1       # one pair's shared features: entries in l1 and l2
@@ -94,15 +100,16 @@ cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_e
     s.iu = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.alpha = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.K = <double*> take(&s.mem, max_entries * m * sizeof(double))
-    s.Riu = <double*> take(&s.mem, 3 * max_entries * m * sizeof(double))
-    s.self_psi = s.Riu + max_entries * m if s.Riu != NULL else NULL
-    s.self_kappa = s.Riu + 2 * max_entries * m if s.Riu != NULL else NULL
-    s.MA = <double*> take(&s.mem, max_leaves * max_local * m * sizeof(double))
-    s.kappa = <double*> take(&s.mem, max_dim * m * sizeof(double))
+    s.alone_psi = <double*> take(&s.mem, 2 * max_entries * m * sizeof(double))
+    s.alone_kappa = s.alone_psi + max_entries * m if s.alone_psi != NULL else NULL
+    s.psi11 = <double*> take(&s.mem, 2 * max_dim * m * sizeof(double))
+    s.kappa11 = s.psi11 + max_dim * m if s.psi11 != NULL else NULL
+    s.MA = <double*> take(&s.mem, max_local * m * sizeof(double))
+    s.kappa = <const double**> take(&s.mem, max_dim * sizeof(double*))
     s.H = <double*> take(&s.mem, max_local * max_local * sizeof(double))
     s.pos = <int64_t*> take(&s.mem, max_local * sizeof(int64_t))
-    s.shared_e1 = <int64_t*> take(&s.mem, max_dim * sizeof(int64_t))
-    s.shared_e2 = <int64_t*> take(&s.mem, max_dim * sizeof(int64_t))
+    s.shared_e1 = <int64_t*> take(&s.mem, 2 * max_dim * sizeof(int64_t))
+    s.shared_e2 = s.shared_e1 + max_dim if s.shared_e1 != NULL else NULL
     return s
 
 
@@ -110,52 +117,41 @@ cdef inline double bit(uint64_t pattern, int64_t b) noexcept nogil:
     return <double> ((pattern >> b) & 1)
 
 
-cdef inline void shared_factor(
-    int64_t e1, int64_t e2, double X1, double X2, bint same, const double* ratio,
-    const double* points, const double* inv_1mt, int64_t m, int64_t c, double* Mc,
-    PairRow* s,
-) noexcept nogil:
-    """One shared feature of a pair (entries e1, e2 of the tree, bits X1, X2):
-    Mc *= psi, kappa of shared feature c, by the bits (module comment)."""
+cdef inline void alone_factors(double R, const double* points, int64_t m, double* psi,
+                               double* kappa) noexcept nogil:
+    """psi and kappa of a shared feature where only the leaf with ratio R has X = 1
+    (module comment)."""
     cdef int64_t q
-    cdef int64_t at = c * m
-    cdef double R = ratio[e1] * ratio[e2]
-    cdef double g
-    s.shared_e1[c] = e1
-    s.shared_e2[c] = e2
-    e1 = e1 * m
-    e2 = e2 * m
-    if X1 == 0.0 and X2 == 0.0:  # 1 / (1 - t) and 1 / (1 - t)
-        for q in range(m):
-            Mc[q] *= inv_1mt[q]
-            s.kappa[at + q] = inv_1mt[q]
-    elif X2 == 0.0:  # R1 / u1 and -alpha1
-        for q in range(m):
-            Mc[q] *= s.Riu[e1 + q]
-            s.kappa[at + q] = -s.alpha[e1 + q]
-    elif X1 == 0.0:
-        for q in range(m):
-            Mc[q] *= s.Riu[e2 + q]
-            s.kappa[at + q] = -s.alpha[e2 + q]
-    elif same:  # R1 = R2: tabulated with leaf l1
-        for q in range(m):
-            Mc[q] *= s.self_psi[e1 + q]
-            s.kappa[at + q] = s.self_kappa[e1 + q]
-    else:
-        for q in range(m):
-            g = (1.0 - points[q]) * R + points[q]
-            Mc[q] *= g * s.iu[e1 + q] * s.iu[e2 + q]
-            s.kappa[at + q] = (1.0 - R) / g - s.alpha[e1 + q] - s.alpha[e2 + q]
+    cdef double u
+    for q in range(m):
+        u = (1.0 - points[q]) * R + points[q]
+        psi[q] = R / u
+        kappa[q] = -(1.0 - R) / u
+
+
+cdef inline void shared_factors(double R1, double R2, const double* points, int64_t m,
+                                double* psi, double* kappa) noexcept nogil:
+    """psi and kappa of a shared feature where both leaves have X = 1 (module comment)."""
+    cdef int64_t q
+    cdef double u1, u2, g
+    for q in range(m):
+        u1 = (1.0 - points[q]) * R1 + points[q]
+        u2 = (1.0 - points[q]) * R2 + points[q]
+        g = (1.0 - points[q]) * (R1 * R2) + points[q]
+        psi[q] = g / (u1 * u2)
+        kappa[q] = (1.0 - R1 * R2) / g - (1.0 - R1) / u1 - (1.0 - R2) / u2
 
 
 cdef struct PairLists:
     # per listed tree, its pairs l1 < l2 in row-major order from ``first``; per
     # pair [start[p], start[p + 1]) its shared features: their slots in l1's
-    # and l2's paths, and whether the two R are equal
+    # and l2's paths, and where their psi and kappa start in the tree's table
+    # when X1 = X2 = 1 (``both``; tree_pair_entries)
     const int64_t* start     # NULL: the pairs are found row by row
     const uint8_t* slot1
     const uint8_t* slot2
-    const uint8_t* same
+    const int32_t* both
+    const double* table      # the tree's table
     int64_t first
 
 
@@ -171,10 +167,15 @@ cdef void tree_pair_hessian(
     features) in ``local`` (the tree's own index of the entry's feature) and
     ``ratio``; ``base``, the tree's first entry (``s.iu``, ``s.alpha``, ``s.K``
     hold the tree's entries from 0). Only pairs l1 < l2 add M alpha(l2) to
-    row l1 of ``s.MA``: sum_l alpha_l (M A)_l^T is then half of the symmetric
-    sum over ordered pairs, so it enters H twice."""
+    ``s.MA``, l1's (M A) over its later partners: sum_l alpha_l (M A)_l^T is
+    then half of the symmetric sum over ordered pairs, so it enters H twice."""
     cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at, pp
+    cdef uint64_t A1, A2, x
+    cdef int64_t block[4]
     cdef double R, X, R2, X2, X1, g, kap, acc
+    cdef const double* psi
+    cdef const double* kc
+    cdef const double* kc2
     cdef double* H = s.H
     cdef double sq[MAX_NODES]
     cdef double lin[MAX_NODES]
@@ -182,6 +183,7 @@ cdef void tree_pair_hessian(
     cdef double P[MAX_NODES]
     cdef double inv_1mt[MAX_NODES]
     cdef double* row
+    block[0] = 0
     for q in range(m):
         sq[q] = weights[q] * a
         lin[q] = weights[q] * b
@@ -207,12 +209,8 @@ cdef void tree_pair_hessian(
                 s.alpha[at + q] = (X - R) * s.iu[at + q]
                 s.rU[l * m + q] *= g
                 s.K[at + q] = 0.0
-            if X == 1.0:
-                for q in range(m):
-                    s.Riu[at + q] = R * s.iu[at + q]
-                    g = (1.0 - points[q]) * R * R + points[q]
-                    s.self_psi[at + q] = g * s.iu[at + q] * s.iu[at + q]
-                    s.self_kappa[at + q] = (1.0 - R * R) / g - 2.0 * s.alpha[at + q]
+            if lists.start == NULL:
+                alone_factors(R, points, m, &s.alone_psi[at], &s.alone_kappa[at])
         for e in range(fstart[l], fstart[l] + dim[l]):
             for e2 in range(e + 1, fstart[l] + dim[l]):
                 acc = 0.0
@@ -243,15 +241,15 @@ cdef void tree_pair_hessian(
                 H[local[e] * n_local + local[e2]] += acc
     if a == 0.0:
         return
-    memset(s.MA, 0, n_leaves * n_local * m * sizeof(double))
-    # pairs l1 < l2: M, and the partner sums Q, K, M A
+    # pairs l1 < l2: M, and the partner sums Q, K, M A (row: l1's, into H at once)
+    row = s.MA
     for l1 in range(n_leaves):
         if not s.alive[l1]:
             continue
         if lists.start == NULL:
             for e in range(fstart[l1], fstart[l1] + dim[l1]):
                 s.pos[local[e]] = e
-        row = s.MA + l1 * n_local * m
+        memset(row, 0, n_local * m * sizeof(double))
         for l2 in range(l1 + 1, n_leaves):
             if not s.alive[l2]:
                 continue
@@ -260,22 +258,48 @@ cdef void tree_pair_hessian(
                 Mc[q] = sq[q] * s.rU[l1 * m + q] * s.rU[l2 * m + q]
             if lists.start != NULL:  # the pair's shared features, listed once per call
                 pp = lists.first + l1 * (2 * n_leaves - l1 - 1) // 2 + (l2 - l1 - 1)
+                A1 = s.leaf_pattern[l1]
+                A2 = s.leaf_pattern[l2]
                 for c in range(lists.start[pp], lists.start[pp + 1]):
-                    shared_factor(fstart[l1] - base + lists.slot1[c],
-                                  fstart[l2] - base + lists.slot2[c],
-                                  bit(s.leaf_pattern[l1], lists.slot1[c]),
-                                  bit(s.leaf_pattern[l2], lists.slot2[c]), lists.same[c],
-                                  ratio + base, points, inv_1mt, m, n_shared, Mc, s)
+                    e1 = fstart[l1] - base + lists.slot1[c]
+                    e2 = fstart[l2] - base + lists.slot2[c]
+                    # the block by the bits (tree_pair_entries), without a branch
+                    block[1] = (1 + e1) * 2 * m
+                    block[2] = (1 + e2) * 2 * m
+                    block[3] = lists.both[c]
+                    x = ((A1 >> lists.slot1[c]) & 1) | (((A2 >> lists.slot2[c]) & 1) << 1)
+                    psi = lists.table + block[x]
+                    s.kappa[n_shared] = psi + m
+                    s.shared_e1[n_shared] = e1
+                    s.shared_e2[n_shared] = e2
+                    for q in range(m):
+                        Mc[q] *= psi[q]
                     n_shared += 1
             else:
                 for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
                     e1 = s.pos[local[e2]]
                     if e1 < 0:
                         continue
-                    shared_factor(e1 - base, e2 - base, bit(s.leaf_pattern[l1], e1 - fstart[l1]),
-                                  bit(s.leaf_pattern[l2], e2 - fstart[l2]),
-                                  ratio[e1] == ratio[e2], ratio + base, points, inv_1mt, m,
-                                  n_shared, Mc, s)
+                    X1 = bit(s.leaf_pattern[l1], e1 - fstart[l1])
+                    X2 = bit(s.leaf_pattern[l2], e2 - fstart[l2])
+                    if X1 == 0.0 and X2 == 0.0:
+                        psi = inv_1mt
+                        s.kappa[n_shared] = inv_1mt
+                    elif X2 == 0.0:
+                        psi = &s.alone_psi[(e1 - base) * m]
+                        s.kappa[n_shared] = &s.alone_kappa[(e1 - base) * m]
+                    elif X1 == 0.0:
+                        psi = &s.alone_psi[(e2 - base) * m]
+                        s.kappa[n_shared] = &s.alone_kappa[(e2 - base) * m]
+                    else:
+                        shared_factors(ratio[e1], ratio[e2], points, m,
+                                       &s.psi11[n_shared * m], &s.kappa11[n_shared * m])
+                        psi = &s.psi11[n_shared * m]
+                        s.kappa[n_shared] = &s.kappa11[n_shared * m]
+                    s.shared_e1[n_shared] = e1 - base
+                    s.shared_e2[n_shared] = e2 - base
+                    for q in range(m):
+                        Mc[q] *= psi[q]
                     n_shared += 1
             for q in range(m):
                 s.Q[l1 * m + q] += Mc[q]
@@ -285,24 +309,35 @@ cdef void tree_pair_hessian(
                 for q in range(m):
                     row[at + q] += Mc[q] * s.alpha[(e2 - base) * m + q]
             for c in range(n_shared):
+                kc = s.kappa[c]
                 for c2 in range(c + 1, n_shared):
+                    kc2 = s.kappa[c2]
                     acc = 0.0
                     for q in range(m):
-                        acc = acc + Mc[q] * s.kappa[c * m + q] * s.kappa[c2 * m + q]
+                        acc = acc + Mc[q] * kc[q] * kc2[q]
                     H[local[s.shared_e1[c] + base] * n_local
                       + local[s.shared_e1[c2] + base]] += 2.0 * acc
                 for q in range(m):
-                    kap = Mc[q] * s.kappa[c * m + q]
+                    kap = Mc[q] * kc[q]
                     s.K[s.shared_e1[c] * m + q] += kap
                     s.K[s.shared_e2[c] * m + q] += kap
         if lists.start == NULL:
             for e in range(fstart[l1], fstart[l1] + dim[l1]):
                 s.pos[local[e]] = -1
-    # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T), 2 sym(alpha (M A)^T)
+        # 2 sym(alpha (M A)^T): one triangle here, the other as H's are added
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            j = local[e]
+            for f in range(n_local):
+                if f == j:
+                    continue
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + s.alpha[(e - base) * m + q] * row[f * m + q]
+                H[j * n_local + f] += 2.0 * acc
+    # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T)
     for l in range(n_leaves):
         if not s.alive[l]:
             continue
-        row = s.MA + l * n_local * m
         for e in range(fstart[l], fstart[l] + dim[l]):
             j = local[e]
             for e2 in range(fstart[l], fstart[l] + dim[l]):
@@ -315,13 +350,6 @@ cdef void tree_pair_hessian(
                         s.K[(e - base) * m + q] + (s.Q[l * m + q] * s.alpha[(e - base) * m + q]
                                                    if e2 > e else 0.0))
                 H[j * n_local + k] += 2.0 * acc
-            for f in range(n_local):
-                if f == j:
-                    continue
-                acc = 0.0
-                for q in range(m):
-                    acc = acc + s.alpha[(e - base) * m + q] * row[f * m + q]
-                H[j * n_local + f] += 2.0 * acc
 
 
 def tree_features(structure):
@@ -349,12 +377,30 @@ def tree_features(structure):
 cdef int64_t tree_pair_entries(
     int64_t leaf0, int64_t leaf1, const int64_t* fstart, const int64_t* dim,
     const int64_t* local, const double* ratio, int64_t* pos, int64_t offset,
-    int64_t* start, uint8_t* slot1, uint8_t* slot2, uint8_t* same,
+    int64_t* start, uint8_t* slot1, uint8_t* slot2, int32_t* both,
+    const double* points, int64_t m, double* table, int64_t* n_other,
 ) noexcept nogil:
     """The shared features of the pairs l1 < l2 of leaves [leaf0, leaf1), written
-    when ``start`` is not NULL (the end of each pair's entries, from ``offset``);
-    returns their number."""
-    cdef int64_t l1, l2, e, e1, n = 0, pair = 0
+    when ``start`` is not NULL (the end of each pair's entries, from ``offset``),
+    with the tree's ``table`` at ``m`` nodes: blocks of psi then kappa (2 m
+    wide) for [X1 = X2 = 0 | X = 1 on one leaf (alone_factors), per entry of the
+    tree | X1 = X2 = 1 and R1 = R2 (shared_factors), per entry of the tree |
+    X1 = X2 = 1 and R1 != R2, per such shared feature], and ``both[n]``, where
+    shared feature n's block for X1 = X2 = 1 starts. Returns the number of
+    shared features; ``n_other``, of those with R1 != R2."""
+    cdef int64_t l1, l2, e, e1, q, n = 0, other = 0, pair = 0
+    cdef int64_t first = fstart[leaf0]
+    cdef int64_t n_slots = fstart[leaf1 - 1] + dim[leaf1 - 1] - first
+    cdef int64_t w = 2 * m
+    if start != NULL:
+        for q in range(m):
+            table[q] = 1.0 / (1.0 - points[q])
+            table[m + q] = table[q]
+        for e in range(n_slots):
+            alone_factors(ratio[first + e], points, m, &table[(1 + e) * w],
+                          &table[(1 + e) * w + m])
+            shared_factors(ratio[first + e], ratio[first + e], points, m,
+                           &table[(1 + n_slots + e) * w], &table[(1 + n_slots + e) * w + m])
     for l1 in range(leaf0, leaf1):
         for e in range(fstart[l1], fstart[l1] + dim[l1]):
             pos[local[e]] = e
@@ -363,73 +409,99 @@ cdef int64_t tree_pair_entries(
                 e1 = pos[local[e]]
                 if e1 < 0:
                     continue
+                if ratio[e1] != ratio[e]:
+                    if start != NULL:
+                        both[n] = <int32_t> ((1 + 2 * n_slots + other) * w)
+                        shared_factors(ratio[e1], ratio[e], points, m,
+                                       &table[(1 + 2 * n_slots + other) * w],
+                                       &table[(1 + 2 * n_slots + other) * w + m])
+                    other += 1
+                elif start != NULL:
+                    both[n] = <int32_t> ((1 + n_slots + e1 - first) * w)
                 if start != NULL:
                     slot1[n] = e1 - fstart[l1]
                     slot2[n] = e - fstart[l2]
-                    same[n] = ratio[e1] == ratio[e]
                 n += 1
             if start != NULL:
                 start[pair] = offset + n
             pair += 1
         for e in range(fstart[l1], fstart[l1] + dim[l1]):
             pos[local[e]] = -1
+    n_other[0] = other
     return n
 
 
-def pair_lists(structure, const int64_t[::1] local, double max_bytes):
-    """The shared features of every pair of leaves of the trees whose lists fit,
-    in turn, in ``max_bytes`` (module comment; ``PairLists``): ``first`` per
-    tree (-1: not listed), ``start``, ``slot1``, ``slot2``, ``same``."""
+def pair_lists(structure, const int64_t[::1] local, const int64_t[::1] tree_m,
+               const double[:, ::1] rule_points, double max_bytes):
+    """The shared features of every pair of leaves of the trees whose lists and
+    tables fit, in turn, in ``max_bytes`` (module comment; ``PairLists``), tree t
+    at ``tree_m[t]`` nodes ``rule_points[tree_m[t] - 1]``: ``first`` per tree (-1:
+    not listed), ``start``, ``slot1``, ``slot2``, ``both``, and per tree where
+    its table starts (``table_first``) in ``table``."""
     cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
     cdef const int64_t[::1] dim = structure["leaf_dim"]
     cdef const double[::1] ratio = structure["leaf_ratio"]
     cdef int64_t n_trees = tree_leaf_start.shape[0] - 1
     cdef int64_t[::1] first = np.full(n_trees, -1, dtype=np.int64)
+    cdef int64_t[::1] table_first = np.zeros(n_trees, dtype=np.int64)
     cdef int64_t[::1] pos = np.full(max(1, local.shape[0]), -1, dtype=np.int64)
-    cdef int64_t t, n, n_entries, n_pairs = 0, offset = 0
+    cdef int64_t t, n, m, n_entries, n_other = 0, n_slots, n_table
+    cdef int64_t n_pairs = 0, offset = 0, tables = 0
     cdef int64_t[::1] start
-    cdef uint8_t[::1] slot1, slot2, same
+    cdef uint8_t[::1] slot1, slot2
+    cdef int32_t[::1] both
+    cdef double[::1] table
     cdef double used = 0.0, size
-    parts = [[np.zeros(1, dtype=np.int64)], [], [], []]
+    parts = [[np.zeros(1, dtype=np.int64)], [], [], [], []]
     for t in range(n_trees):
         n = tree_leaf_start[t + 1] - tree_leaf_start[t]
         if n < 2:
             continue
         n_entries = tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0],
                                       &dim[0], &local[0], &ratio[0], &pos[0], 0, NULL, NULL,
-                                      NULL, NULL)
-        size = 8.0 * (n * (n - 1) // 2) + 3.0 * n_entries
-        if used + size > max_bytes:  # the tree's pairs are found row by row
+                                      NULL, NULL, NULL, 0, NULL, &n_other)
+        m = tree_m[t]
+        n_slots = (fstart[tree_leaf_start[t + 1] - 1] + dim[tree_leaf_start[t + 1] - 1]
+                   - fstart[tree_leaf_start[t]])
+        n_table = (1 + 2 * n_slots + n_other) * 2 * m
+        size = 8.0 * (n * (n - 1) // 2) + 6.0 * n_entries + 8.0 * n_table
+        if used + size > max_bytes or n_table >= 2 ** 31:  # found row by row
             continue
         used += size
         start = np.zeros(n * (n - 1) // 2, dtype=np.int64)
         slot1 = np.zeros(max(1, n_entries), dtype=np.uint8)
         slot2 = np.zeros(max(1, n_entries), dtype=np.uint8)
-        same = np.zeros(max(1, n_entries), dtype=np.uint8)
+        both = np.zeros(max(1, n_entries), dtype=np.int32)
+        table = np.zeros(n_table)
         tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0], &dim[0],
                           &local[0], &ratio[0], &pos[0], offset, &start[0], &slot1[0],
-                          &slot2[0], &same[0])
+                          &slot2[0], &both[0], &rule_points[m - 1, 0], m, &table[0], &n_other)
         first[t] = n_pairs
+        table_first[t] = tables
         n_pairs += n * (n - 1) // 2
         offset += n_entries
+        tables += n_table
         for part, values in zip(parts, (start, slot1[:n_entries], slot2[:n_entries],
-                                        same[:n_entries])):
+                                        both[:n_entries], table)):
             part.append(np.asarray(values))
     # (one more entry: never read, but a pointer to the first is taken)
-    starts, slots1, slots2, sames = (np.concatenate(part + [np.zeros(1, part[0].dtype if part
-                                                                     else np.uint8)])
-                                     for part in parts)
-    return np.asarray(first), starts, slots1, slots2, sames
+    dtypes = (np.int64, np.uint8, np.uint8, np.int32, np.float64)
+    starts, slots1, slots2, boths, tables_ = (
+        np.concatenate(part + [np.zeros(1, dtype)]) for part, dtype in zip(parts, dtypes))
+    return {"first": np.asarray(first), "start": starts, "slot1": slots1, "slot2": slots2,
+            "both": boths, "table_first": np.asarray(table_first), "table": tables_}
 
 
-def pair_plan(ens, structure, double max_list_bytes=DEFAULT_LIST_BYTES):
+def pair_plan(ens, structure, tree_m, rule_points, double max_list_bytes=DEFAULT_LIST_BYTES):
     """What ``r2_interaction_terms`` reads besides the rows, computed once per
     call: the pattern ``structure`` (``_semivalues.pattern_structure(ens)``, at
     most 64 path features per leaf), each tree's own feature indices
     (``tree_features``), the leaf values and the lists of leaf pairs' shared
-    features of the trees that fit in ``max_list_bytes`` (``pair_lists``; the
-    others find them row by row: the same values, bit for bit)."""
+    features with their tables of psi and kappa at each tree's rule
+    (``tree_m``, ``rule_points``: as ``r2_interaction_terms`` takes them) for
+    the trees that fit in ``max_list_bytes`` (``pair_lists``; the others find
+    them row by row: the same values, bit for bit)."""
     if structure["leaf_dim"].max(initial=0) > 64:
         raise ValueError("a leaf has more than 64 distinct features on its path")
     local, n_local, feature_start, tree_feature, max_entries = tree_features(structure)
@@ -438,7 +510,9 @@ def pair_plan(ens, structure, double max_list_bytes=DEFAULT_LIST_BYTES):
     return {"structure": structure, "local": local, "n_local": n_local,
             "feature_start": feature_start, "tree_feature": tree_feature,
             "max_entries": max_entries, "rho": rho,
-            "lists": pair_lists(structure, local, max_list_bytes)}
+            "lists": pair_lists(structure, local, np.ascontiguousarray(tree_m, np.int64),
+                                np.ascontiguousarray(rule_points, np.float64),
+                                max_list_bytes)}
 
 
 def r2_interaction_terms(ens, plan, const double[:, ::1] X,
@@ -476,21 +550,27 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
     cdef int64_t max_local = max(1, int(np.max(plan["n_local"], initial=1)))
     cdef int64_t max_entries = plan["max_entries"]
     cdef int64_t max_dim = max(1, pt.max_dim)
-    cdef const int64_t[::1] list_first = plan["lists"][0]
-    cdef const int64_t[::1] list_start = plan["lists"][1]
-    cdef const uint8_t[::1] list_slot1 = plan["lists"][2]
-    cdef const uint8_t[::1] list_slot2 = plan["lists"][3]
-    cdef const uint8_t[::1] list_same = plan["lists"][4]
+    lists_of = plan["lists"]
+    cdef const int64_t[::1] list_first = lists_of["first"]
+    cdef const int64_t[::1] list_start = lists_of["start"]
+    cdef const uint8_t[::1] list_slot1 = lists_of["slot1"]
+    cdef const uint8_t[::1] list_slot2 = lists_of["slot2"]
+    cdef const int32_t[::1] list_both = lists_of["both"]
+    cdef const int64_t[::1] table_first = lists_of["table_first"]
+    cdef const double[::1] table = lists_of["table"]
     cdef PairLists lists, listed
     listed.start = &list_start[0]
     listed.slot1 = &list_slot1[0]
     listed.slot2 = &list_slot2[0]
-    listed.same = &list_same[0]
+    listed.both = &list_both[0]
     listed.first = -1
     cdef PairRow s
     cdef Interrupt stop = interrupt_new()
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, ch
     cdef int64_t t, ls, nl, base, j, k, nt, mt, z
+    # rows per chunk: at most ROW_CHUNK, and about four chunks per thread
+    cdef Py_ssize_t chunk = max(1, min(ROW_CHUNK, n_rows // (4 * max(1, n_threads))))
+    cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef double h
     with nogil, parallel(num_threads=n_threads):
         s = pair_row_alloc(f.max_tree_nodes, pt.max_leaves, max_entries, max_local, max_dim,
@@ -498,12 +578,12 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
         if scratch_ready(&stop, &s.mem):
             for z in range(max_local):
                 s.pos[z] = -1
-        for i in prange(n_rows, schedule="dynamic", chunksize=1):
+        # chunks of rows, trees outer: a tree's tables serve the chunk's rows
+        # while they are in cache (a row's trees are still added in order)
+        for ch in prange(n_chunks, schedule="dynamic", chunksize=1):
             for t in range(f.n_trees):
                 if interrupted(&stop):
                     break
-                if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                    continue
                 ls = pt.tree_leaf_start[t]
                 nl = pt.tree_leaf_start[t + 1] - ls
                 nt = n_local[t]
@@ -511,24 +591,31 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                     continue
                 base = pt.fstart[ls]
                 mt = tree_m[t]
-                block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls], nl,
-                                    s.left_taken, s.pattern, s.leaf_pattern)
-                memset(s.H, 0, nt * nt * sizeof(double))
                 lists = listed
                 lists.first = list_first[t]
+                lists.table = &table[table_first[t]]
                 if lists.first < 0:
                     lists.start = NULL
-                tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0], &pt.ratio[0],
-                                  &rho[ls], nt, &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0],
-                                  mt, square_coef[i, t], linear_coef[i, t], lists, &s)
-                for j in range(nt):
-                    for k in range(j + 1, nt):
-                        # Phi = (1/2) int of the second derivative
-                        h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
-                        out[i, tree_feature[feature_start[t] + j],
-                            tree_feature[feature_start[t] + k]] += h
-                        out[i, tree_feature[feature_start[t] + k],
-                            tree_feature[feature_start[t] + j]] += h
+                for i in range(ch * chunk, min(n_rows, (ch + 1) * chunk)):
+                    if interrupted(&stop):
+                        break
+                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
+                        continue
+                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
+                                        nl, s.left_taken, s.pattern, s.leaf_pattern)
+                    memset(s.H, 0, nt * nt * sizeof(double))
+                    tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0],
+                                      &pt.ratio[0], &rho[ls], nt, &rule_points[mt - 1, 0],
+                                      &rule_weights[mt - 1, 0], mt, square_coef[i, t],
+                                      linear_coef[i, t], lists, &s)
+                    for j in range(nt):
+                        for k in range(j + 1, nt):
+                            # Phi = (1/2) int of the second derivative
+                            h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
+                            out[i, tree_feature[feature_start[t] + j],
+                                tree_feature[feature_start[t] + k]] += h
+                            out[i, tree_feature[feature_start[t] + k],
+                                tree_feature[feature_start[t] + j]] += h
         buffers_free(&s.mem)
     interrupt_raise(&stop)
     return np.asarray(out)
