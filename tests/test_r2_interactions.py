@@ -113,6 +113,30 @@ def test_matches_brute_force(name):
     np.testing.assert_allclose(result.std_errors, want, rtol=1e-9, atol=1e-14)
 
 
+def test_rule_of_the_pairs_union_against_enumeration():
+    """A tree whose pairs of leaves have fewer distinct features on their paths
+    (G_t) than its rule would assume from its depth and its features takes
+    G_t // 2 Gauss nodes: still exact against enumeration (10 features)."""
+    import xgboost
+
+    from sklearn_r2shap._kernels import _qshap
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(400, 10))
+    y = X @ rng.normal(size=10) + X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=400)
+    model = xgboost.XGBRegressor(n_estimators=2, max_depth=6, learning_rate=0.5,
+                                 random_state=0).fit(X, y)
+    ens = to_ensemble(model)
+    by_depth = np.minimum(_qshap.tree_path_features(ens) - 1,
+                          _qshap.tree_feature_counts(ens) // 2)
+    max_union = _qshap._PairTables(ens).max_union
+    assert (max_union // 2 < by_depth).any()  # the case takes fewer nodes
+    rows = slice(0, 12)
+    local = reference_interactions(ens, X[rows], y[rows])
+    result = r2_interactions(model, X[rows], y[rows], return_local=True)
+    np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
+
+
 def test_pure_interaction_holds_the_score():
     """y = x0 x1 + noise on symmetric features: the pair (x0, x1) holds almost all
     of R^2 and neither x0 nor x1 has a main effect of note."""

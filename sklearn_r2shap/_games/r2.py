@@ -75,11 +75,14 @@ class R2Terms:
             tree_m, rule_points, rule_weights = _qshap._tree_rules(
                 self.ensemble, self.points, self.weights)
             # Gauss-Legendre rules of every size: a pair's second derivative has
-            # degree <= |F_1 u F_2| - 2, at most 2 d_t - 3 and F_t - 2, so
-            # min(d_t - 1, F_t // 2) nodes are exact
+            # degree <= |F_1 u F_2| - 2, at most 2 d_t - 3, F_t - 2 and G_t - 2
+            # (G_t: the most distinct features on the paths of a pair of leaves,
+            # where counted), so min(d_t - 1, F_t // 2, G_t // 2) nodes are exact
             d_t = _qshap.tree_path_features(self.ensemble)
-            tree_m = np.clip(np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2),
-                             1, tree_m)
+            needed = np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2)
+            max_union = _qshap._PairTables(self.ensemble).max_union
+            needed = np.where(max_union > 0, np.minimum(needed, max_union // 2), needed)
+            tree_m = np.clip(needed, 1, tree_m)
             self._pair_plan = (_qshap_interactions.pair_plan(self.ensemble, structure, tree_m,
                                                              rule_points),
                                tree_m, rule_points, rule_weights)

@@ -223,21 +223,21 @@ cdef void tree_pair_hessian(
         # the diagonal pair (l, l): factors (1 - t) R^2 + t X, derivatives X - R^2
         for q in range(m):
             P[q] = sq[q] * rho[l] * rho[l]
+        # per entry, (X - R^2) / g (in s.psi11, free until the pairs)
         for e in range(fstart[l], fstart[l] + dim[l]):
             R = ratio[e] * ratio[e]
             X = bit(s.leaf_pattern[l], e - fstart[l])
+            at = (e - fstart[l]) * m
             for q in range(m):
-                P[q] *= (1.0 - points[q]) * R + points[q] * X
+                g = (1.0 - points[q]) * R + points[q] * X
+                P[q] *= g
+                s.psi11[at + q] = (X - R) / g
         for e in range(fstart[l], fstart[l] + dim[l]):
-            R = ratio[e] * ratio[e]
-            X = bit(s.leaf_pattern[l], e - fstart[l])
+            at = (e - fstart[l]) * m
             for e2 in range(e + 1, fstart[l] + dim[l]):
-                R2 = ratio[e2] * ratio[e2]
-                X2 = bit(s.leaf_pattern[l], e2 - fstart[l])
                 acc = 0.0
                 for q in range(m):
-                    acc = acc + P[q] * (X - R) / ((1.0 - points[q]) * R + points[q] * X) * (
-                        (X2 - R2) / ((1.0 - points[q]) * R2 + points[q] * X2))
+                    acc = acc + P[q] * s.psi11[at + q] * s.psi11[(e2 - fstart[l]) * m + q]
                 H[local[e] * n_local + local[e2]] += acc
     if a == 0.0:
         return
