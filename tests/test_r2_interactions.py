@@ -115,8 +115,9 @@ def test_matches_brute_force(name):
 
 def test_rule_of_the_pairs_union_against_enumeration():
     """A tree whose pairs of leaves have fewer distinct features on their paths
-    (G_t) than its rule would assume from its depth and its features takes
-    G_t // 2 Gauss nodes: still exact against enumeration (10 features)."""
+    (G_t) than its depth and its features allow takes ceil(G_t / 2) Gauss
+    nodes, the R^2 kernel's rule, for the terms and the interactions of one
+    pass: both exact against enumeration (10 features)."""
     import xgboost
 
     from sklearn_r2shap._kernels import _qshap
@@ -127,14 +128,14 @@ def test_rule_of_the_pairs_union_against_enumeration():
     model = xgboost.XGBRegressor(n_estimators=2, max_depth=6, learning_rate=0.5,
                                  random_state=0).fit(X, y)
     ens = to_ensemble(model)
-    by_depth = np.minimum(_qshap.tree_path_features(ens) - 1,
-                          _qshap.tree_feature_counts(ens) // 2)
     max_union = _qshap._PairTables(ens).max_union
-    assert (max_union // 2 < by_depth).any()  # the case takes fewer nodes
+    assert ((max_union + 1) // 2 < _qshap.tree_rule_sizes(ens)).any()  # the case binds
     rows = slice(0, 12)
     local = reference_interactions(ens, X[rows], y[rows])
     result = r2_interactions(model, X[rows], y[rows], return_local=True)
     np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
+    plain = r2_decomposition(model, X[rows], y[rows])
+    np.testing.assert_allclose(result.decomposition.shares, plain.shares, rtol=0, atol=1e-12)
 
 
 def test_pure_interaction_holds_the_score():

@@ -60,9 +60,11 @@ class R2Terms:
             raise ValueError(f"unknown algorithm {algorithm!r}")
 
     def pairs(self, X, square_coef, linear_coef):
-        """Per row, the (n_features, n_features) matrix of the games' SHAP
-        interaction values Phi_jk (0 on the diagonal; exact algorithm only).
-        What the kernel reads besides the rows is computed at the first call."""
+        """Per row, the terms (as ``__call__``'s) and the (n_features,
+        n_features) matrix of the games' SHAP interaction values Phi_jk (0 on
+        the diagonal), from one kernel pass (exact algorithm only): ``(terms,
+        matrices)``. What the kernel reads besides the rows is computed at the
+        first call."""
         if self.algorithm != "exact":
             raise ValueError("interaction values are computed by the exact algorithm only")
         if not hasattr(self, "_pair_plan"):
@@ -72,17 +74,11 @@ class R2Terms:
                     f"{self.ensemble.model_type} has a leaf with more than 64 distinct features "
                     "on its path: its interaction shares are not computed; use "
                     "r2_decomposition for the shares alone.")
+            # the R^2 kernel's rule per tree: exact for the first derivatives
+            # (the terms), so for the second (one degree less) too
             tree_m, rule_points, rule_weights = _qshap._tree_rules(
-                self.ensemble, self.points, self.weights)
-            # Gauss-Legendre rules of every size: a pair's second derivative has
-            # degree <= |F_1 u F_2| - 2, at most 2 d_t - 3, F_t - 2 and G_t - 2
-            # (G_t: the most distinct features on the paths of a pair of leaves,
-            # where counted), so min(d_t - 1, F_t // 2, G_t // 2) nodes are exact
-            d_t = _qshap.tree_path_features(self.ensemble)
-            needed = np.minimum(d_t - 1, _qshap.tree_feature_counts(self.ensemble) // 2)
-            max_union = _qshap._PairTables(self.ensemble).max_union
-            needed = np.where(max_union > 0, np.minimum(needed, max_union // 2), needed)
-            tree_m = np.clip(needed, 1, tree_m)
+                self.ensemble, self.points, self.weights,
+                _qshap._PairTables(self.ensemble).max_union)
             self._pair_plan = (_qshap_interactions.pair_plan(self.ensemble, structure, tree_m,
                                                              rule_points),
                                tree_m, rule_points, rule_weights)
@@ -284,12 +280,12 @@ class _BlockWork:
         """
         n_features = self.ensemble.n_features
         square_coef, linear_coef = self.coefficients(X_chunk, target[ids], weight[ids])
-        terms, variance = self.terms_of(X_chunk, square_coef, linear_coef, first + ids)
+        terms, variance, extra = self._terms(X_chunk, square_coef, linear_coef, first + ids)
         loss_sum = self._loss(X_chunk, target[ids], weight[ids]) if with_loss else 0.0
         # rows of zero weight are absent from the data, also for the standard
         # error; a random subset estimates a sum over all rows, zeros included
         counted = np.ones(len(ids), dtype=bool) if subset else weight[ids] > 0
-        local, more = self._more(X_chunk, square_coef, linear_coef, terms, counted)
+        local, more = self._more(terms, extra, counted)
         return local, {
             "sums": terms.sum(axis=0),
             "terms": Moments.of(terms[counted]),
@@ -297,7 +293,12 @@ class _BlockWork:
                             else variance.sum(axis=0)),
             "loss": loss_sum, **more}
 
-    def _more(self, X_chunk, square_coef, linear_coef, terms, counted):
+    def _terms(self, X_chunk, square_coef, linear_coef, row_ids):
+        """The kernel's per-row terms, their Monte Carlo variances (None when
+        exact) and what a subclass's ``_more`` reads beside them (here None)."""
+        return (*self.terms_of(X_chunk, square_coef, linear_coef, row_ids), None)
+
+    def _more(self, terms, extra, counted):
         """A subclass's per-row results and statistics beyond the terms (the
         rows ``counted`` in the Moments): here the terms themselves, none."""
         return terms, {}
@@ -366,7 +367,7 @@ class _PairBlockWork(_BlockWork):
 
     description = "R^2 interaction shares"
     # measured on XGBoost depth 6 (benchmarks/bench_r2_interactions.py)
-    cost_ratio = 4.5
+    cost_ratio = 3.5
     tables_per_block = False
     #: the most bytes of a block's (rows, n_features, n_features) matrices
     block_bytes = 32 << 20
@@ -379,10 +380,14 @@ class _PairBlockWork(_BlockWork):
         p = self.ensemble.n_features
         self.chunk_rows = int(max(1, min(self.chunk_rows, self.block_bytes // (8 * p * p))))
 
-    def _more(self, X_chunk, square_coef, linear_coef, terms, counted):
+    def _terms(self, X_chunk, square_coef, linear_coef, row_ids):
+        """The terms and the per-row matrices of one pass of the pair kernel."""
+        terms, matrices = self.terms_of.pairs(X_chunk, square_coef, linear_coef)
+        return terms, None, matrices
+
+    def _more(self, terms, matrices, counted):
         """The block's per-row matrices, and ``pair_sums`` (their sum) and
         ``pair_terms`` (their Moments over the rows ``counted``)."""
-        matrices = self.terms_of.pairs(X_chunk, square_coef, linear_coef)
         diagonal = np.arange(matrices.shape[1])
         matrices[:, diagonal, diagonal] = terms - matrices.sum(axis=2)
         return matrices, {"pair_sums": matrices.sum(axis=0),

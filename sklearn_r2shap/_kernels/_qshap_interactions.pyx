@@ -36,6 +36,13 @@
 # O(L^2 (d + s^2) + L d F), L leaves, d path features, s shared features of a
 # pair, F the tree's features.
 #
+# The same sums give the first derivatives, whose integrals are the games'
+# Shapley values (the terms of _qshap.r2_terms): over the off-diagonal pairs
+# sum M a = 2 sum_l Q_l alpha_l + sum_l K_l (K_l holds each pair's M kappa at
+# both of its leaves), so one pass gives the terms and the interactions, the
+# terms at the R^2 kernel's rule per tree (one node more than the
+# interactions need where |F_1 u F_2| is odd).
+#
 # A factor vanishes only where its R and X products are 0 (a zero-cover edge
 # x does not take); its derivative X - R (or X1 X2 - R1 R2) is then 0 too, so
 # every derivative of that leaf's or pair's term is 0: it is skipped, and the
@@ -81,6 +88,7 @@ cdef struct PairRow:
     double* MA               # (tree features,): sum over l1's later partners of M alpha
     const double** kappa     # one pair's shared features: their kappa (m values)
     double* H                # (tree features, tree features), both triangles, summed over q
+    double* grad             # (tree features,): the first derivatives, summed over q
     int64_t* pos             # tree feature -> entry of the pair's first leaf, or -1
     int64_t* shared_e1       # one pair's shared features: entries in l1 and l2
     int64_t* shared_e2
@@ -106,7 +114,8 @@ cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_e
     s.kappa11 = s.psi11 + max_dim * m if s.psi11 != NULL else NULL
     s.MA = <double*> take(&s.mem, max_local * m * sizeof(double))
     s.kappa = <const double**> take(&s.mem, max_dim * sizeof(double*))
-    s.H = <double*> take(&s.mem, max_local * max_local * sizeof(double))
+    s.H = <double*> take(&s.mem, max_local * (max_local + 1) * sizeof(double))
+    s.grad = s.H + max_local * max_local if s.H != NULL else NULL
     s.pos = <int64_t*> take(&s.mem, max_local * sizeof(int64_t))
     s.shared_e1 = <int64_t*> take(&s.mem, 2 * max_dim * sizeof(int64_t))
     s.shared_e2 = s.shared_e1 + max_dim if s.shared_e1 != NULL else NULL
@@ -162,7 +171,8 @@ cdef void tree_pair_hessian(
     double a, double b, PairLists lists, PairRow* s,
 ) noexcept nogil:
     """Add sum_q w_q (a d_j d_k U_sq + b d_j d_k U_lin)(t_q 1) of one tree and
-    row into ``s.H`` (module comment); the row's leaf patterns are in
+    row into ``s.H`` (module comment), and sum_q w_q (a d_j U_sq + b d_j U_lin)
+    into ``s.grad``; the row's leaf patterns are in
     ``s.leaf_pattern``. ``fstart``, ``dim`` per leaf: its entries (path
     features) in ``local`` (the tree's own index of the entry's feature) and
     ``ratio``; ``base``, the tree's first entry (``s.iu``, ``s.alpha``, ``s.K``
@@ -212,6 +222,10 @@ cdef void tree_pair_hessian(
             if lists.start == NULL:
                 alone_factors(R, points, m, &s.alone_psi[at], &s.alone_kappa[at])
         for e in range(fstart[l], fstart[l] + dim[l]):
+            acc = 0.0
+            for q in range(m):
+                acc = acc + lin[q] * s.rU[l * m + q] * s.alpha[(e - base) * m + q]
+            s.grad[local[e]] += acc
             for e2 in range(e + 1, fstart[l] + dim[l]):
                 acc = 0.0
                 for q in range(m):
@@ -234,6 +248,10 @@ cdef void tree_pair_hessian(
                 s.psi11[at + q] = (X - R) / g
         for e in range(fstart[l], fstart[l] + dim[l]):
             at = (e - fstart[l]) * m
+            acc = 0.0
+            for q in range(m):
+                acc = acc + P[q] * s.psi11[at + q]
+            s.grad[local[e]] += acc
             for e2 in range(e + 1, fstart[l] + dim[l]):
                 acc = 0.0
                 for q in range(m):
@@ -334,12 +352,17 @@ cdef void tree_pair_hessian(
                 for q in range(m):
                     acc = acc + s.alpha[(e - base) * m + q] * row[f * m + q]
                 H[j * n_local + f] += 2.0 * acc
-    # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T)
+    # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T); and into the
+    # first derivatives, 2 Q alpha + K (K holds a pair's M kappa at both leaves)
     for l in range(n_leaves):
         if not s.alive[l]:
             continue
         for e in range(fstart[l], fstart[l] + dim[l]):
             j = local[e]
+            acc = 0.0
+            for q in range(m):
+                acc = acc + 2.0 * s.Q[l * m + q] * s.alpha[(e - base) * m + q] + s.K[(e - base) * m + q]
+            s.grad[j] += acc
             for e2 in range(fstart[l], fstart[l] + dim[l]):
                 if e2 == e:
                     continue
@@ -519,8 +542,12 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                          const double[:, ::1] square_coef, const double[:, ::1] linear_coef,
                          const int64_t[::1] tree_m, const double[:, ::1] rule_points,
                          const double[:, ::1] rule_weights, int n_threads):
-    """Per row, the (n_features, n_features) matrix, 0 on the diagonal, of
-    sum_k a_ik Phi_jk[m_k^2](x_i) + b_ik Phi_jk[m_k](x_i) (module comment).
+    """Per row, the terms of ``_qshap.r2_terms``, sum_k a_ik Sh_j[m_k^2](x_i) +
+    b_ik Sh_j[m_k](x_i) (n_rows, n_features), and the (n_features, n_features)
+    matrix, 0 on the diagonal, of sum_k a_ik Phi_jk[m_k^2](x_i) + b_ik
+    Phi_jk[m_k](x_i) (module comment): ``(terms, matrices)``. The terms are
+    exact where the rule is exact for the first derivatives (``_qshap``'s rule
+    per tree); the matrices need one node less.
 
     ``plan``: ``pair_plan(ens, ...)``. ``square_coef`` (a), ``linear_coef``
     (b): (n_rows, n_trees), as ``_qshap.r2_terms``. Tree t uses the
@@ -540,8 +567,9 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
     if rule_points.shape[1] > MAX_NODES:
         raise ValueError(f"at most {MAX_NODES} Gauss nodes, got {rule_points.shape[1]}")
     cdef double[:, :, ::1] out = np.zeros((n_rows, p, p))
+    cdef double[:, ::1] terms = np.zeros((n_rows, p))
     if n_rows == 0 or f.n_trees == 0:
-        return np.asarray(out)
+        return np.asarray(terms), np.asarray(out)
     cdef const int64_t[::1] local = plan["local"]
     cdef const int64_t[::1] n_local = plan["n_local"]
     cdef const int64_t[::1] feature_start = plan["feature_start"]
@@ -587,7 +615,7 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                 ls = pt.tree_leaf_start[t]
                 nl = pt.tree_leaf_start[t + 1] - ls
                 nt = n_local[t]
-                if nl < 2 or nt < 2:
+                if nl < 2:  # no feature: no term
                     continue
                 base = pt.fstart[ls]
                 mt = tree_m[t]
@@ -604,11 +632,13 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                     block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
                                         nl, s.left_taken, s.pattern, s.leaf_pattern)
                     memset(s.H, 0, nt * nt * sizeof(double))
+                    memset(s.grad, 0, nt * sizeof(double))
                     tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0],
                                       &pt.ratio[0], &rho[ls], nt, &rule_points[mt - 1, 0],
                                       &rule_weights[mt - 1, 0], mt, square_coef[i, t],
                                       linear_coef[i, t], lists, &s)
                     for j in range(nt):
+                        terms[i, tree_feature[feature_start[t] + j]] += s.grad[j]
                         for k in range(j + 1, nt):
                             # Phi = (1/2) int of the second derivative
                             h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
@@ -618,4 +648,4 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                                 tree_feature[feature_start[t] + j]] += h
         buffers_free(&s.mem)
     interrupt_raise(&stop)
-    return np.asarray(out)
+    return np.asarray(terms), np.asarray(out)
