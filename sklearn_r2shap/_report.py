@@ -37,6 +37,13 @@ def _rows(names, shares, std_errors, score, max_rows):
     return rows, hidden
 
 
+def _unsigned_zero(value):
+    """``value``, or 0.0 where it shows as zero to four decimals: the
+    unattributed part of an exact decomposition is a difference of sums,
+    zero up to rounding of either sign, and is not shown as -0.0000."""
+    return 0.0 if round(float(value), 4) == 0.0 else float(value)
+
+
 def shares_table(names, shares, std_errors, score, unattributed, score_name="r2", *,
                  max_rows=None, score_label=None):
     """The shares table as text lines: feature, share, std.err, % of the score.
@@ -56,7 +63,7 @@ def shares_table(names, shares, std_errors, score, unattributed, score_name="r2"
     if hidden:
         lines.append(f"{f'... {hidden} more features (smaller shares)':<{width}}")
     lines.append(f"{'sum':<{width}} {float(np.sum(shares)):>9.4f}")
-    lines.append(f"{'unattributed':<{width}} {unattributed:>9.4f}")
+    lines.append(f"{'unattributed':<{width}} {_unsigned_zero(unattributed):>9.4f}")
     label = f"   {score_label}" if score_label and score_name != "r2" else ""
     lines.append(f"{'score (' + short + ')':<{width}} {score:>9.4f}{label}")
     return lines
@@ -77,7 +84,8 @@ def shares_html(caption, names, shares, std_errors, score, unattributed, score_n
     if hidden:
         body.append(f'<tr><td colspan="4"><i>... {hidden} more features (smaller shares)'
                     "</i></td></tr>")
-    for label, value in (("sum", float(np.sum(shares))), ("unattributed", unattributed),
+    for label, value in (("sum", float(np.sum(shares))),
+                         ("unattributed", _unsigned_zero(unattributed)),
                          (f"score ({short})", score)):
         body.append(f'<tr><th style="text-align:left">{label}</th>'
                     f"{cell.format(f'{value:.4f}')}<td></td><td></td></tr>")

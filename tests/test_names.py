@@ -77,6 +77,22 @@ def test_repr_is_the_shares_table(result):
     assert html.startswith("<div><table>") and "share" in html and "std.err" in html
 
 
+
+@pytest.mark.parametrize("unattributed, shown", [(-3e-17, "0.0000"), (2e-17, "0.0000"),
+                                                 (-0.0012, "-0.0012"), (0.0451, "0.0451")])
+def test_unattributed_rounding_noise_is_shown_without_sign(unattributed, shown):
+    """An exact decomposition's unattributed part is zero up to rounding of
+    either sign: the table shows it as 0.0000, never -0.0000; a real
+    difference keeps its sign."""
+    from sklearn_r2shap._report import shares_html, shares_table
+
+    lines = shares_table(["a", "b"], np.array([0.3, 0.2]), None, 0.5 + unattributed,
+                         unattributed)
+    assert lines[-2].split() == ["unattributed", shown]
+    html = shares_html("caption", ["a", "b"], np.array([0.3, 0.2]), None, 0.5 + unattributed,
+                       unattributed)
+    assert f">{shown}</td>" in html
+
 def test_repr_is_truncated_for_many_features():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 45))
