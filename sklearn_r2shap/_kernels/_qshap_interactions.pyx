@@ -78,8 +78,7 @@ cdef struct PairRow:
     # per Gauss node q, innermost ([.. * m + q]):
     double* rU               # per leaf: rho_l U_l
     double* Q                # per leaf: sum over partners of M
-    double* iu               # per leaf entry (the tree's, from 0): 1 / u_j(l)
-    double* alpha
+    double* alpha            # per leaf entry (the tree's, from 0): alpha_j(l)
     double* K
     double* alone_psi        # per leaf entry, pairs not listed: alone_factors
     double* alone_kappa
@@ -105,7 +104,6 @@ cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_e
     s.alive = <uint8_t*> take(&s.mem, max_leaves * sizeof(uint8_t))
     s.rU = <double*> take(&s.mem, max_leaves * m * sizeof(double))
     s.Q = <double*> take(&s.mem, max_leaves * m * sizeof(double))
-    s.iu = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.alpha = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.K = <double*> take(&s.mem, max_entries * m * sizeof(double))
     s.alone_psi = <double*> take(&s.mem, 2 * max_entries * m * sizeof(double))
@@ -175,14 +173,14 @@ cdef void tree_pair_hessian(
     into ``s.grad``; the row's leaf patterns are in
     ``s.leaf_pattern``. ``fstart``, ``dim`` per leaf: its entries (path
     features) in ``local`` (the tree's own index of the entry's feature) and
-    ``ratio``; ``base``, the tree's first entry (``s.iu``, ``s.alpha``, ``s.K``
+    ``ratio``; ``base``, the tree's first entry (``s.alpha``, ``s.K``
     hold the tree's entries from 0). Only pairs l1 < l2 add M alpha(l2) to
     ``s.MA``, l1's (M A) over its later partners: sum_l alpha_l (M A)_l^T is
     then half of the symmetric sum over ordered pairs, so it enters H twice."""
     cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at, pp
     cdef uint64_t A1, A2, x
     cdef int64_t block[4]
-    cdef double R, X, R2, X2, X1, g, kap, acc
+    cdef double R, X, X2, X1, g, kap, acc
     cdef const double* psi
     cdef const double* kc
     cdef const double* kc2
@@ -215,8 +213,7 @@ cdef void tree_pair_hessian(
             at = (e - base) * m
             for q in range(m):
                 g = (1.0 - points[q]) * R + points[q] * X
-                s.iu[at + q] = 1.0 / g
-                s.alpha[at + q] = (X - R) * s.iu[at + q]
+                s.alpha[at + q] = (X - R) / g
                 s.rU[l * m + q] *= g
                 s.K[at + q] = 0.0
             if lists.start == NULL:
