@@ -117,19 +117,24 @@ def test_rule_of_the_pairs_union_against_enumeration():
     """A tree whose pairs of leaves have fewer distinct features on their paths
     (G_t) than its depth and its features allow takes ceil(G_t / 2) Gauss
     nodes, the R^2 kernel's rule, for the terms and the interactions of one
-    pass: both exact against enumeration (10 features)."""
+    pass: both exact against enumeration (10 features), at the 4 and 5 nodes
+    the pair kernel has constant-size copies for."""
     import xgboost
 
     from sklearn_r2shap._kernels import _qshap
+    from sklearn_r2shap._numerics import _gauss_legendre
 
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, size=(400, 10))
     y = X @ rng.normal(size=10) + X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=400)
-    model = xgboost.XGBRegressor(n_estimators=2, max_depth=6, learning_rate=0.5,
+    model = xgboost.XGBRegressor(n_estimators=4, max_depth=6, learning_rate=0.5,
                                  random_state=0).fit(X, y)
     ens = to_ensemble(model)
     max_union = _qshap._PairTables(ens).max_union
     assert ((max_union + 1) // 2 < _qshap.tree_rule_sizes(ens)).any()  # the case binds
+    nodes, weights = _gauss_legendre(int(_qshap.tree_rule_sizes(ens).max()))
+    tree_m = _qshap._tree_rules(ens, (nodes + 1) / 2, weights / 2, max_union)[0]
+    assert {4, 5} <= set(tree_m.tolist())
     rows = slice(0, 12)
     local = reference_interactions(ens, X[rows], y[rows])
     result = r2_interactions(model, X[rows], y[rows], return_local=True)
@@ -268,16 +273,20 @@ def test_pair_lists_and_row_by_row_give_the_same_bits(monkeypatch):
     model, X, y, w, _, local = case("lightgbm-nan")  # before the plan is patched
     original = _qshap_interactions.pair_plan
     results = []
-    for budget in (0.0, 10000.0, 1e12):  # no tree, 4 of the 8 trees, every tree listed
+    listed = []
+    for budget in (0.0, 5000.0, 1e12):  # no tree, some of the 8 trees, every tree listed
         calls = []
 
         def budgeted(*args, _budget=budget, **kwargs):
             calls.append(_budget)
-            return original(*args, max_list_bytes=_budget, **kwargs)
+            plan = original(*args, max_list_bytes=_budget, **kwargs)
+            listed.append(int(np.sum(plan["lists"]["first"] >= 0)))
+            return plan
 
         monkeypatch.setattr(_qshap_interactions, "pair_plan", budgeted)
         results.append(r2_interactions(model, X, y, sample_weight=w, return_local=True).local)
         assert calls == [budget]
+    assert listed[0] == 0 and 0 < listed[1] < listed[2] == 8
     for got in results[1:]:
         np.testing.assert_array_equal(got, results[0])
     np.testing.assert_allclose(results[0], local, rtol=0, atol=ATOL)

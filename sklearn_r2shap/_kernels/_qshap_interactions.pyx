@@ -30,9 +30,10 @@
 # g / (u1 u2) and (1 - R1 R2) / g - (1 - R1) / u1 - (1 - R2) / u2 with
 # g = (1 - t) R1 R2 + t when X1 = X2 = 1: functions of the pair entry and the
 # bits only (shared_factors). The pairs listed once per call (pair_lists) keep
-# the four per entry in tables that the row picks by its two bits, without a
-# branch or a division; the others compute them row by row, by the same
-# function, so both give the same bits. Cost per row, tree and Gauss node:
+# the four per entry in a table per tree (each distinct ratio, and ordered pair
+# of ratios, once: it stays in cache) that the row picks by its two bits,
+# without a branch or a division; the others compute them row by row, by the
+# same functions, so both give the same bits. Cost per row, tree and Gauss node:
 # O(L^2 (d + s^2) + L d F), L leaves, d path features, s shared features of a
 # pair, F the tree's features.
 #
@@ -152,14 +153,162 @@ cdef inline void shared_factors(double R1, double R2, const double* points, int6
 cdef struct PairLists:
     # per listed tree, its pairs l1 < l2 in row-major order from ``first``; per
     # pair [start[p], start[p + 1]) its shared features: their slots in l1's
-    # and l2's paths, and where their psi and kappa start in the tree's table
-    # when X1 = X2 = 1 (``both``; tree_pair_entries)
+    # and l2's paths, and per bits x = X1 + 2 X2 where their psi and kappa
+    # start in the tree's table (``offset[4 c + x]``; pair_lists)
     const int64_t* start     # NULL: the pairs are found row by row
     const uint8_t* slot1
     const uint8_t* slot2
-    const int32_t* both
+    const int32_t* offset
     const double* table      # the tree's table
     int64_t first
+
+
+# A constant number of Gauss nodes lets the compiler unroll the loops over
+# them (as _qshap.pair_block): leaf_partners takes it as the size of its
+# arrays' struct (the fused type), and any other count as NodesAny's m. Four
+# and five are the rules of most depth-5 to depth-7 trees; with GCC 12, more
+# copies (or copies of all of tree_pair_hessian) were slower, not faster.
+cdef struct Nodes4:
+    double v[4]
+cdef struct Nodes5:
+    double v[5]
+cdef struct NodesAny:
+    double v[MAX_NODES]
+
+ctypedef fused Nodes:
+    Nodes4
+    Nodes5
+    NodesAny
+
+
+cdef inline void leaf_partners(
+    int64_t l1, int64_t n_leaves, const int64_t* dim, const int64_t* fstart, int64_t base,
+    const int64_t* local, const double* ratio, int64_t n_local, const double* points,
+    const double* sq, const double* inv_1mt, PairLists lists, PairRow* s, Nodes* nodes,
+    int64_t any_m,
+) noexcept nogil:
+    """The pairs (l1, l2 > l1) of tree_pair_hessian: M, and the partner sums Q,
+    K, M A (l1's, into H at once); ``nodes.v`` holds M at the m nodes."""
+    cdef int64_t q, l2, e, e1, e2, c, c2, n_shared, j, f, at, pp
+    cdef uint64_t A1, A2, x
+    cdef double X1, X2, acc
+    cdef const double* psi
+    cdef const double* kc
+    cdef const double* kc2
+    cdef double* H = s.H
+    cdef double* row = s.MA
+    cdef double* Mc = nodes.v
+    cdef int64_t m = any_m if Nodes is NodesAny else sizeof(nodes.v) // sizeof(double)
+    cdef Nodes Q1, scaled1, Mk, alpha1  # l1's Q, sq rho_1 U_1, one M kappa, one alpha
+    for q in range(m):
+        Q1.v[q] = s.Q[l1 * m + q]
+        scaled1.v[q] = sq[q] * s.rU[l1 * m + q]
+    if lists.start == NULL:
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            s.pos[local[e]] = e
+    memset(row, 0, n_local * m * sizeof(double))
+    for l2 in range(l1 + 1, n_leaves):
+        if not s.alive[l2]:
+            continue
+        n_shared = 0
+        for q in range(m):
+            Mc[q] = scaled1.v[q] * s.rU[l2 * m + q]
+        if lists.start != NULL:  # the pair's shared features, listed once per call
+            pp = lists.first + l1 * (2 * n_leaves - l1 - 1) // 2 + (l2 - l1 - 1)
+            A1 = s.leaf_pattern[l1]
+            A2 = s.leaf_pattern[l2]
+            for c in range(lists.start[pp], lists.start[pp + 1]):
+                # the block by the bits, without a branch
+                x = ((A1 >> lists.slot1[c]) & 1) | (((A2 >> lists.slot2[c]) & 1) << 1)
+                psi = lists.table + lists.offset[4 * c + x]
+                s.kappa[n_shared] = psi + m
+                s.shared_e1[n_shared] = fstart[l1] - base + lists.slot1[c]
+                s.shared_e2[n_shared] = fstart[l2] - base + lists.slot2[c]
+                for q in range(m):
+                    Mc[q] *= psi[q]
+                n_shared += 1
+        else:
+            for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
+                e1 = s.pos[local[e2]]
+                if e1 < 0:
+                    continue
+                X1 = bit(s.leaf_pattern[l1], e1 - fstart[l1])
+                X2 = bit(s.leaf_pattern[l2], e2 - fstart[l2])
+                if X1 == 0.0 and X2 == 0.0:
+                    psi = inv_1mt
+                    s.kappa[n_shared] = inv_1mt
+                elif X2 == 0.0:
+                    psi = &s.alone_psi[(e1 - base) * m]
+                    s.kappa[n_shared] = &s.alone_kappa[(e1 - base) * m]
+                elif X1 == 0.0:
+                    psi = &s.alone_psi[(e2 - base) * m]
+                    s.kappa[n_shared] = &s.alone_kappa[(e2 - base) * m]
+                else:
+                    shared_factors(ratio[e1], ratio[e2], points, m,
+                                   &s.psi11[n_shared * m], &s.kappa11[n_shared * m])
+                    psi = &s.psi11[n_shared * m]
+                    s.kappa[n_shared] = &s.kappa11[n_shared * m]
+                s.shared_e1[n_shared] = e1 - base
+                s.shared_e2[n_shared] = e2 - base
+                for q in range(m):
+                    Mc[q] *= psi[q]
+                n_shared += 1
+        for q in range(m):
+            Q1.v[q] += Mc[q]
+            s.Q[l2 * m + q] += Mc[q]
+        for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
+            at = local[e2] * m
+            for q in range(m):
+                row[at + q] += Mc[q] * s.alpha[(e2 - base) * m + q]
+        # M kappa per shared feature: into K at both leaves, and 2 M kappa kappa^T
+        for c in range(n_shared):
+            kc = s.kappa[c]
+            for q in range(m):
+                Mk.v[q] = Mc[q] * kc[q]
+                s.K[s.shared_e1[c] * m + q] += Mk.v[q]
+                s.K[s.shared_e2[c] * m + q] += Mk.v[q]
+            j = local[s.shared_e1[c] + base] * n_local
+            for c2 in range(c + 1, n_shared):
+                kc2 = s.kappa[c2]
+                acc = 0.0
+                for q in range(m):
+                    acc = acc + Mk.v[q] * kc2[q]
+                H[j + local[s.shared_e1[c2] + base]] += 2.0 * acc
+    if lists.start == NULL:
+        for e in range(fstart[l1], fstart[l1] + dim[l1]):
+            s.pos[local[e]] = -1
+    for q in range(m):
+        s.Q[l1 * m + q] = Q1.v[q]
+    # 2 sym(alpha (M A)^T): one triangle here, the other as H's are added
+    for e in range(fstart[l1], fstart[l1] + dim[l1]):
+        j = local[e] * n_local
+        for q in range(m):
+            alpha1.v[q] = s.alpha[(e - base) * m + q]
+        for f in range(n_local):  # (H's diagonal is not read)
+            acc = 0.0
+            for q in range(m):
+                acc = acc + alpha1.v[q] * row[f * m + q]
+            H[j + f] += 2.0 * acc
+
+
+cdef void partners(
+    int64_t l1, int64_t n_leaves, const int64_t* dim, const int64_t* fstart, int64_t base,
+    const int64_t* local, const double* ratio, int64_t n_local, const double* points,
+    const double* sq, const double* inv_1mt, PairLists lists, PairRow* s, int64_t m,
+) noexcept nogil:
+    """leaf_partners at m nodes."""
+    cdef Nodes4 n4
+    cdef Nodes5 n5
+    cdef NodesAny any
+    if m == 4:
+        leaf_partners(l1, n_leaves, dim, fstart, base, local, ratio, n_local, points, sq,
+                      inv_1mt, lists, s, &n4, m)
+    elif m == 5:
+        leaf_partners(l1, n_leaves, dim, fstart, base, local, ratio, n_local, points, sq,
+                      inv_1mt, lists, s, &n5, m)
+    else:
+        leaf_partners(l1, n_leaves, dim, fstart, base, local, ratio, n_local, points, sq,
+                      inv_1mt, lists, s, &any, m)
 
 
 cdef void tree_pair_hessian(
@@ -175,23 +324,17 @@ cdef void tree_pair_hessian(
     features) in ``local`` (the tree's own index of the entry's feature) and
     ``ratio``; ``base``, the tree's first entry (``s.alpha``, ``s.K``
     hold the tree's entries from 0). Only pairs l1 < l2 add M alpha(l2) to
-    ``s.MA``, l1's (M A) over its later partners: sum_l alpha_l (M A)_l^T is
-    then half of the symmetric sum over ordered pairs, so it enters H twice."""
-    cdef int64_t q, l, l1, l2, e, e1, e2, c, c2, n_shared, j, k, f, at, pp
-    cdef uint64_t A1, A2, x
-    cdef int64_t block[4]
-    cdef double R, X, X2, X1, g, kap, acc
-    cdef const double* psi
-    cdef const double* kc
-    cdef const double* kc2
+    ``s.MA``, l1's (M A) over its later partners (leaf_partners): sum_l
+    alpha_l (M A)_l^T is then half of the symmetric sum over ordered pairs, so
+    it enters H twice."""
+    cdef int64_t q, l, l1, e, e2, j, k, at
+    cdef double R, X, g, acc
     cdef double* H = s.H
     cdef double sq[MAX_NODES]
     cdef double lin[MAX_NODES]
-    cdef double Mc[MAX_NODES]
     cdef double P[MAX_NODES]
     cdef double inv_1mt[MAX_NODES]
     cdef double* row
-    block[0] = 0
     for q in range(m):
         sq[q] = weights[q] * a
         lin[q] = weights[q] * b
@@ -257,98 +400,10 @@ cdef void tree_pair_hessian(
     if a == 0.0:
         return
     # pairs l1 < l2: M, and the partner sums Q, K, M A (row: l1's, into H at once)
-    row = s.MA
     for l1 in range(n_leaves):
-        if not s.alive[l1]:
-            continue
-        if lists.start == NULL:
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                s.pos[local[e]] = e
-        memset(row, 0, n_local * m * sizeof(double))
-        for l2 in range(l1 + 1, n_leaves):
-            if not s.alive[l2]:
-                continue
-            n_shared = 0
-            for q in range(m):
-                Mc[q] = sq[q] * s.rU[l1 * m + q] * s.rU[l2 * m + q]
-            if lists.start != NULL:  # the pair's shared features, listed once per call
-                pp = lists.first + l1 * (2 * n_leaves - l1 - 1) // 2 + (l2 - l1 - 1)
-                A1 = s.leaf_pattern[l1]
-                A2 = s.leaf_pattern[l2]
-                for c in range(lists.start[pp], lists.start[pp + 1]):
-                    e1 = fstart[l1] - base + lists.slot1[c]
-                    e2 = fstart[l2] - base + lists.slot2[c]
-                    # the block by the bits (tree_pair_entries), without a branch
-                    block[1] = (1 + e1) * 2 * m
-                    block[2] = (1 + e2) * 2 * m
-                    block[3] = lists.both[c]
-                    x = ((A1 >> lists.slot1[c]) & 1) | (((A2 >> lists.slot2[c]) & 1) << 1)
-                    psi = lists.table + block[x]
-                    s.kappa[n_shared] = psi + m
-                    s.shared_e1[n_shared] = e1
-                    s.shared_e2[n_shared] = e2
-                    for q in range(m):
-                        Mc[q] *= psi[q]
-                    n_shared += 1
-            else:
-                for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
-                    e1 = s.pos[local[e2]]
-                    if e1 < 0:
-                        continue
-                    X1 = bit(s.leaf_pattern[l1], e1 - fstart[l1])
-                    X2 = bit(s.leaf_pattern[l2], e2 - fstart[l2])
-                    if X1 == 0.0 and X2 == 0.0:
-                        psi = inv_1mt
-                        s.kappa[n_shared] = inv_1mt
-                    elif X2 == 0.0:
-                        psi = &s.alone_psi[(e1 - base) * m]
-                        s.kappa[n_shared] = &s.alone_kappa[(e1 - base) * m]
-                    elif X1 == 0.0:
-                        psi = &s.alone_psi[(e2 - base) * m]
-                        s.kappa[n_shared] = &s.alone_kappa[(e2 - base) * m]
-                    else:
-                        shared_factors(ratio[e1], ratio[e2], points, m,
-                                       &s.psi11[n_shared * m], &s.kappa11[n_shared * m])
-                        psi = &s.psi11[n_shared * m]
-                        s.kappa[n_shared] = &s.kappa11[n_shared * m]
-                    s.shared_e1[n_shared] = e1 - base
-                    s.shared_e2[n_shared] = e2 - base
-                    for q in range(m):
-                        Mc[q] *= psi[q]
-                    n_shared += 1
-            for q in range(m):
-                s.Q[l1 * m + q] += Mc[q]
-                s.Q[l2 * m + q] += Mc[q]
-            for e2 in range(fstart[l2], fstart[l2] + dim[l2]):
-                at = local[e2] * m
-                for q in range(m):
-                    row[at + q] += Mc[q] * s.alpha[(e2 - base) * m + q]
-            for c in range(n_shared):
-                kc = s.kappa[c]
-                for c2 in range(c + 1, n_shared):
-                    kc2 = s.kappa[c2]
-                    acc = 0.0
-                    for q in range(m):
-                        acc = acc + Mc[q] * kc[q] * kc2[q]
-                    H[local[s.shared_e1[c] + base] * n_local
-                      + local[s.shared_e1[c2] + base]] += 2.0 * acc
-                for q in range(m):
-                    kap = Mc[q] * kc[q]
-                    s.K[s.shared_e1[c] * m + q] += kap
-                    s.K[s.shared_e2[c] * m + q] += kap
-        if lists.start == NULL:
-            for e in range(fstart[l1], fstart[l1] + dim[l1]):
-                s.pos[local[e]] = -1
-        # 2 sym(alpha (M A)^T): one triangle here, the other as H's are added
-        for e in range(fstart[l1], fstart[l1] + dim[l1]):
-            j = local[e]
-            for f in range(n_local):
-                if f == j:
-                    continue
-                acc = 0.0
-                for q in range(m):
-                    acc = acc + s.alpha[(e - base) * m + q] * row[f * m + q]
-                H[j * n_local + f] += 2.0 * acc
+        if s.alive[l1]:
+            partners(l1, n_leaves, dim, fstart, base, local, ratio, n_local, points, sq,
+                     inv_1mt, lists, s, m)
     # the partner sums into H: 2 Q alpha alpha^T, 2 sym(K alpha^T); and into the
     # first derivatives, 2 Q alpha + K (K holds a pair's M kappa at both leaves)
     for l in range(n_leaves):
@@ -396,31 +451,15 @@ def tree_features(structure):
 
 cdef int64_t tree_pair_entries(
     int64_t leaf0, int64_t leaf1, const int64_t* fstart, const int64_t* dim,
-    const int64_t* local, const double* ratio, int64_t* pos, int64_t offset,
-    int64_t* start, uint8_t* slot1, uint8_t* slot2, int32_t* both,
-    const double* points, int64_t m, double* table, int64_t* n_other,
+    const int64_t* local, int64_t* pos, int64_t offset, int64_t* start, uint8_t* slot1,
+    uint8_t* slot2, int64_t* entry1, int64_t* entry2,
 ) noexcept nogil:
     """The shared features of the pairs l1 < l2 of leaves [leaf0, leaf1), written
-    when ``start`` is not NULL (the end of each pair's entries, from ``offset``),
-    with the tree's ``table`` at ``m`` nodes: blocks of psi then kappa (2 m
-    wide) for [X1 = X2 = 0 | X = 1 on one leaf (alone_factors), per entry of the
-    tree | X1 = X2 = 1 and R1 = R2 (shared_factors), per entry of the tree |
-    X1 = X2 = 1 and R1 != R2, per such shared feature], and ``both[n]``, where
-    shared feature n's block for X1 = X2 = 1 starts. Returns the number of
-    shared features; ``n_other``, of those with R1 != R2."""
-    cdef int64_t l1, l2, e, e1, q, n = 0, other = 0, pair = 0
+    when ``start`` is not NULL (the end of each pair's entries, from ``offset``):
+    their slots in l1's and l2's paths and their entries (from the tree's
+    first). Returns the number of shared features."""
+    cdef int64_t l1, l2, e, e1, n = 0, pair = 0
     cdef int64_t first = fstart[leaf0]
-    cdef int64_t n_slots = fstart[leaf1 - 1] + dim[leaf1 - 1] - first
-    cdef int64_t w = 2 * m
-    if start != NULL:
-        for q in range(m):
-            table[q] = 1.0 / (1.0 - points[q])
-            table[m + q] = table[q]
-        for e in range(n_slots):
-            alone_factors(ratio[first + e], points, m, &table[(1 + e) * w],
-                          &table[(1 + e) * w + m])
-            shared_factors(ratio[first + e], ratio[first + e], points, m,
-                           &table[(1 + n_slots + e) * w], &table[(1 + n_slots + e) * w + m])
     for l1 in range(leaf0, leaf1):
         for e in range(fstart[l1], fstart[l1] + dim[l1]):
             pos[local[e]] = e
@@ -429,26 +468,37 @@ cdef int64_t tree_pair_entries(
                 e1 = pos[local[e]]
                 if e1 < 0:
                     continue
-                if ratio[e1] != ratio[e]:
-                    if start != NULL:
-                        both[n] = <int32_t> ((1 + 2 * n_slots + other) * w)
-                        shared_factors(ratio[e1], ratio[e], points, m,
-                                       &table[(1 + 2 * n_slots + other) * w],
-                                       &table[(1 + 2 * n_slots + other) * w + m])
-                    other += 1
-                elif start != NULL:
-                    both[n] = <int32_t> ((1 + n_slots + e1 - first) * w)
                 if start != NULL:
                     slot1[n] = e1 - fstart[l1]
                     slot2[n] = e - fstart[l2]
+                    entry1[n] = e1 - first
+                    entry2[n] = e - first
                 n += 1
             if start != NULL:
                 start[pair] = offset + n
             pair += 1
         for e in range(fstart[l1], fstart[l1] + dim[l1]):
             pos[local[e]] = -1
-    n_other[0] = other
     return n
+
+
+def factor_table(const double[::1] alone, const double[::1] ratio1,
+                 const double[::1] ratio2, const double[::1] points):
+    """A tree's table at the ``len(points)`` nodes: blocks of psi then kappa
+    (2 m wide) for [X1 = X2 = 0 | X = 1 on one leaf, per ratio in ``alone``
+    (alone_factors) | X1 = X2 = 1, per pair of ratios (shared_factors)]."""
+    cdef int64_t m = points.shape[0], w = 2 * points.shape[0], q, k
+    cdef int64_t n_alone = alone.shape[0]
+    cdef double[::1] table = np.zeros((1 + n_alone + ratio1.shape[0]) * w)
+    for q in range(m):
+        table[q] = 1.0 / (1.0 - points[q])
+        table[m + q] = table[q]
+    for k in range(n_alone):
+        alone_factors(alone[k], &points[0], m, &table[(1 + k) * w], &table[(1 + k) * w + m])
+    for k in range(ratio1.shape[0]):
+        shared_factors(ratio1[k], ratio2[k], &points[0], m, &table[(1 + n_alone + k) * w],
+                       &table[(1 + n_alone + k) * w + m])
+    return np.asarray(table)
 
 
 def pair_lists(structure, const int64_t[::1] local, const int64_t[::1] tree_m,
@@ -456,22 +506,22 @@ def pair_lists(structure, const int64_t[::1] local, const int64_t[::1] tree_m,
     """The shared features of every pair of leaves of the trees whose lists and
     tables fit, in turn, in ``max_bytes`` (module comment; ``PairLists``), tree t
     at ``tree_m[t]`` nodes ``rule_points[tree_m[t] - 1]``: ``first`` per tree (-1:
-    not listed), ``start``, ``slot1``, ``slot2``, ``both``, and per tree where
-    its table starts (``table_first``) in ``table``."""
+    not listed), ``start``, ``slot1``, ``slot2``, ``offset``, and per tree where
+    its table starts (``table_first``) in ``table``. A table holds each distinct
+    ratio, and each distinct ordered pair of ratios, once (factor_table): equal
+    ratios give equal factors, so the values are those the rows would compute."""
     cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
     cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
     cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
+    ratio = np.asarray(structure["leaf_ratio"], dtype=np.float64)
     cdef int64_t n_trees = tree_leaf_start.shape[0] - 1
     cdef int64_t[::1] first = np.full(n_trees, -1, dtype=np.int64)
     cdef int64_t[::1] table_first = np.zeros(n_trees, dtype=np.int64)
     cdef int64_t[::1] pos = np.full(max(1, local.shape[0]), -1, dtype=np.int64)
-    cdef int64_t t, n, m, n_entries, n_other = 0, n_slots, n_table
+    cdef int64_t t, n, m, n_entries, w
     cdef int64_t n_pairs = 0, offset = 0, tables = 0
-    cdef int64_t[::1] start
+    cdef int64_t[::1] start, entry1, entry2
     cdef uint8_t[::1] slot1, slot2
-    cdef int32_t[::1] both
-    cdef double[::1] table
     cdef double used = 0.0, size
     parts = [[np.zeros(1, dtype=np.int64)], [], [], [], []]
     for t in range(n_trees):
@@ -479,38 +529,53 @@ def pair_lists(structure, const int64_t[::1] local, const int64_t[::1] tree_m,
         if n < 2:
             continue
         n_entries = tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0],
-                                      &dim[0], &local[0], &ratio[0], &pos[0], 0, NULL, NULL,
-                                      NULL, NULL, NULL, 0, NULL, &n_other)
-        m = tree_m[t]
-        n_slots = (fstart[tree_leaf_start[t + 1] - 1] + dim[tree_leaf_start[t + 1] - 1]
-                   - fstart[tree_leaf_start[t]])
-        n_table = (1 + 2 * n_slots + n_other) * 2 * m
-        size = 8.0 * (n * (n - 1) // 2) + 6.0 * n_entries + 8.0 * n_table
-        if used + size > max_bytes or n_table >= 2 ** 31:  # found row by row
+                                      &dim[0], &local[0], &pos[0], 0, NULL, NULL, NULL, NULL,
+                                      NULL)
+        size = 8.0 * (n * (n - 1) // 2) + 18.0 * n_entries  # and the table, below
+        if used + size > max_bytes:  # found row by row
             continue
-        used += size
         start = np.zeros(n * (n - 1) // 2, dtype=np.int64)
         slot1 = np.zeros(max(1, n_entries), dtype=np.uint8)
         slot2 = np.zeros(max(1, n_entries), dtype=np.uint8)
-        both = np.zeros(max(1, n_entries), dtype=np.int32)
-        table = np.zeros(n_table)
+        entry1 = np.zeros(max(1, n_entries), dtype=np.int64)
+        entry2 = np.zeros(max(1, n_entries), dtype=np.int64)
         tree_pair_entries(tree_leaf_start[t], tree_leaf_start[t + 1], &fstart[0], &dim[0],
-                          &local[0], &ratio[0], &pos[0], offset, &start[0], &slot1[0],
-                          &slot2[0], &both[0], &rule_points[m - 1, 0], m, &table[0], &n_other)
+                          &local[0], &pos[0], offset, &start[0], &slot1[0], &slot2[0],
+                          &entry1[0], &entry2[0])
+        tree_ratio = ratio[fstart[tree_leaf_start[t]]:]
+        ratio1 = tree_ratio[np.asarray(entry1)[:n_entries]]
+        ratio2 = tree_ratio[np.asarray(entry2)[:n_entries]]
+        alone, alone_of = np.unique(np.concatenate([ratio1, ratio2]), return_inverse=True)
+        # (R1, R2) as one complex number: np.unique(axis=0) is several times slower
+        both, both_of = np.unique(ratio1 + 1j * ratio2, return_inverse=True)
+        m = tree_m[t]
+        w = 2 * m
+        size += 8.0 * (1 + len(alone) + len(both)) * w
+        if used + size > max_bytes or (1 + len(alone) + len(both)) * w >= 2 ** 31:
+            continue
+        used += size
+        # the block per bits x = X1 + 2 X2 of each shared feature
+        blocks = np.zeros((n_entries, 4), dtype=np.int64)
+        alone_of = np.ravel(alone_of)
+        blocks[:, 1] = 1 + alone_of[:n_entries]
+        blocks[:, 2] = 1 + alone_of[n_entries:]
+        blocks[:, 3] = 1 + len(alone) + np.ravel(both_of)
+        table = factor_table(alone, np.ascontiguousarray(both.real),
+                             np.ascontiguousarray(both.imag), rule_points[m - 1, :m])
         first[t] = n_pairs
         table_first[t] = tables
         n_pairs += n * (n - 1) // 2
         offset += n_entries
-        tables += n_table
+        tables += len(table)
         for part, values in zip(parts, (start, slot1[:n_entries], slot2[:n_entries],
-                                        both[:n_entries], table)):
+                                        (blocks * w).astype(np.int32).ravel(), table)):
             part.append(np.asarray(values))
     # (one more entry: never read, but a pointer to the first is taken)
     dtypes = (np.int64, np.uint8, np.uint8, np.int32, np.float64)
-    starts, slots1, slots2, boths, tables_ = (
+    starts, slots1, slots2, offsets, tables_ = (
         np.concatenate(part + [np.zeros(1, dtype)]) for part, dtype in zip(parts, dtypes))
     return {"first": np.asarray(first), "start": starts, "slot1": slots1, "slot2": slots2,
-            "both": boths, "table_first": np.asarray(table_first), "table": tables_}
+            "offset": offsets, "table_first": np.asarray(table_first), "table": tables_}
 
 
 def pair_plan(ens, structure, tree_m, rule_points, double max_list_bytes=DEFAULT_LIST_BYTES):
@@ -580,21 +645,22 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
     cdef const int64_t[::1] list_start = lists_of["start"]
     cdef const uint8_t[::1] list_slot1 = lists_of["slot1"]
     cdef const uint8_t[::1] list_slot2 = lists_of["slot2"]
-    cdef const int32_t[::1] list_both = lists_of["both"]
+    cdef const int32_t[::1] list_offset = lists_of["offset"]
     cdef const int64_t[::1] table_first = lists_of["table_first"]
     cdef const double[::1] table = lists_of["table"]
     cdef PairLists lists, listed
     listed.start = &list_start[0]
     listed.slot1 = &list_slot1[0]
     listed.slot2 = &list_slot2[0]
-    listed.both = &list_both[0]
+    listed.offset = &list_offset[0]
     listed.first = -1
     cdef PairRow s
     cdef Interrupt stop = interrupt_new()
     cdef Py_ssize_t i, ch
     cdef int64_t t, ls, nl, base, j, k, nt, mt, z
-    # rows per chunk: at most ROW_CHUNK, and about four chunks per thread
-    cdef Py_ssize_t chunk = max(1, min(ROW_CHUNK, n_rows // (4 * max(1, n_threads))))
+    # rows per chunk: at most ROW_CHUNK, and about sixteen chunks per thread (the
+    # last chunks leave threads idle; a tree's tables serve 8 rows or more)
+    cdef Py_ssize_t chunk = max(8, min(ROW_CHUNK, n_rows // (16 * max(1, n_threads))))
     cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef double h
     with nogil, parallel(num_threads=n_threads):
