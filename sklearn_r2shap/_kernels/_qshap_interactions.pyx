@@ -334,7 +334,6 @@ cdef void tree_pair_hessian(
     cdef double lin[MAX_NODES]
     cdef double P[MAX_NODES]
     cdef double inv_1mt[MAX_NODES]
-    cdef double* row
     for q in range(m):
         sq[q] = weights[q] * a
         lin[q] = weights[q] * b
@@ -399,7 +398,7 @@ cdef void tree_pair_hessian(
                 H[local[e] * n_local + local[e2]] += acc
     if a == 0.0:
         return
-    # pairs l1 < l2: M, and the partner sums Q, K, M A (row: l1's, into H at once)
+    # pairs l1 < l2: M, and the partner sums Q, K, M A (l1's, into H at once)
     for l1 in range(n_leaves):
         if s.alive[l1]:
             partners(l1, n_leaves, dim, fstart, base, local, ratio, n_local, points, sq,
