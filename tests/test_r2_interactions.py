@@ -113,34 +113,61 @@ def test_matches_brute_force(name):
     np.testing.assert_allclose(result.std_errors, want, rtol=1e-9, atol=1e-14)
 
 
-def test_rule_of_the_pairs_union_against_enumeration():
-    """A tree whose pairs of leaves have fewer distinct features on their paths
-    (G_t) than its depth and its features allow takes ceil(G_t / 2) Gauss
-    nodes, the R^2 kernel's rule, for the terms and the interactions of one
-    pass: both exact against enumeration (10 features), at the 4 and 5 nodes
-    the pair kernel has constant-size copies for."""
+def union_rule_case():
+    """An XGBoost model (10 features, depth 6) whose trees' pairs of leaves have
+    fewer distinct features on their paths (G_t) than their depth allows."""
     import xgboost
-
-    from sklearn_r2shap._kernels import _qshap
-    from sklearn_r2shap._numerics import _gauss_legendre
 
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, size=(400, 10))
     y = X @ rng.normal(size=10) + X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=400)
-    model = xgboost.XGBRegressor(n_estimators=4, max_depth=6, learning_rate=0.5,
+    model = xgboost.XGBRegressor(n_estimators=2, max_depth=6, learning_rate=0.5,
                                  random_state=0).fit(X, y)
+    return model, X, y
+
+
+def test_rule_of_the_pairs_union_against_enumeration():
+    """A tree whose pairs of leaves have fewer distinct features on their paths
+    (G_t) than its depth and its features allow takes ceil(G_t / 2) Gauss
+    nodes, the R^2 kernel's rule, for the terms and the interactions of one
+    pass: both exact against enumeration (10 features)."""
+    from sklearn_r2shap._kernels import _qshap
+
+    model, X, y = union_rule_case()
     ens = to_ensemble(model)
     max_union = _qshap._PairTables(ens).max_union
     assert ((max_union + 1) // 2 < _qshap.tree_rule_sizes(ens)).any()  # the case binds
-    nodes, weights = _gauss_legendre(int(_qshap.tree_rule_sizes(ens).max()))
-    tree_m = _qshap._tree_rules(ens, (nodes + 1) / 2, weights / 2, max_union)[0]
-    assert {4, 5} <= set(tree_m.tolist())
     rows = slice(0, 12)
     local = reference_interactions(ens, X[rows], y[rows])
     result = r2_interactions(model, X[rows], y[rows], return_local=True)
     np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
     plain = r2_decomposition(model, X[rows], y[rows])
     np.testing.assert_allclose(result.decomposition.shares, plain.shares, rtol=0, atol=1e-12)
+
+
+def test_pair_kernel_copies_at_every_node_count(monkeypatch):
+    """The pair loop has copies at a constant 4 and 5 Gauss nodes and one for
+    any count: a rule with more nodes than a tree needs is still exact, so
+    each tree at 0, 1 or 2 nodes more than its rule gives the enumeration's
+    values through every copy."""
+    from sklearn_r2shap._kernels import _qshap
+
+    model, X, y = union_rule_case()
+    rows = slice(0, 12)
+    local = reference_interactions(to_ensemble(model), X[rows], y[rows])
+    original = _qshap._tree_rules
+    used = set()
+    for extra in (0, 1, 2):
+        def more_nodes(*args, _extra=extra, **kwargs):
+            tree_m, points, weights = original(*args, **kwargs)
+            tree_m = np.minimum(tree_m + _extra, len(points))
+            used.update(tree_m.tolist())
+            return tree_m, points, weights
+
+        monkeypatch.setattr(_qshap, "_tree_rules", more_nodes)
+        result = r2_interactions(model, X[rows], y[rows], return_local=True)
+        np.testing.assert_allclose(result.local, local, rtol=0, atol=ATOL)
+    assert {4, 5} <= used and used - {4, 5}
 
 
 def test_pure_interaction_holds_the_score():
