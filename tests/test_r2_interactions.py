@@ -170,6 +170,48 @@ def test_pair_kernel_copies_at_every_node_count(monkeypatch):
     assert {4, 5} <= used and used - {4, 5}
 
 
+def test_sibling_leaves_in_one_pass(monkeypatch):
+    """Sibling leaves' pairs with a third leaf are summed in one pass (their
+    paths differ in their parent's feature only): with the siblings found or
+    not, listed or found row by row, every row's matrix is the enumeration's;
+    the case has sibling pairs whose differing feature is on the third leaf's
+    path and pairs where it is not."""
+    from sklearn_r2shap._kernels import _qshap_interactions
+
+    model, X, y = union_rule_case()
+    rows = slice(0, 12)
+    local = reference_interactions(to_ensemble(model), X[rows], y[rows])
+    original = _qshap_interactions.pair_plan
+    plans, results = [], []
+    for budget, siblings in ((1e12, True), (0.0, True), (1e12, False)):
+        def planned(*args, _budget=budget, _siblings=siblings, **kwargs):
+            plan = original(*args, max_list_bytes=_budget, **kwargs)
+            if not _siblings:
+                plan["sibling"] = np.full_like(plan["sibling"], -1)
+            plans.append(plan)
+            return plan
+
+        monkeypatch.setattr(_qshap_interactions, "pair_plan", planned)
+        results.append(r2_interactions(model, X[rows], y[rows], return_local=True).local)
+        np.testing.assert_allclose(results[-1], local, rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(results[1], results[0])
+    plan = plans[0]
+    structure = plan["structure"]
+    start, dim = structure["leaf_feature_start"], structure["leaf_dim"]
+    feature = structure["leaf_feature"]
+    shared = set()
+    for t in range(len(structure["tree_leaf_start"]) - 1):
+        first, stop = structure["tree_leaf_start"][t:t + 2]
+        for l2 in range(first, stop):
+            slot = plan["sibling"][l2]
+            if slot < 0:
+                continue
+            differing = feature[start[l2] + slot]
+            for l1 in range(first, l2):
+                shared.add(differing in feature[start[l1]:start[l1] + dim[l1]])
+    assert shared == {True, False}
+
+
 def test_pure_interaction_holds_the_score():
     """y = x0 x1 + noise on symmetric features: the pair (x0, x1) holds almost all
     of R^2 and neither x0 nor x1 has a main effect of note."""

@@ -367,7 +367,7 @@ class _PairBlockWork(_BlockWork):
 
     description = "R^2 interaction shares"
     # measured on XGBoost depth 6 (benchmarks/bench_r2_interactions.py)
-    cost_ratio = 3.2
+    cost_ratio = 2.9
     tables_per_block = False
     #: the most bytes of a block's (rows, n_features, n_features) matrices
     block_bytes = 32 << 20
