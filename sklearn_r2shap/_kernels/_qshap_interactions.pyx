@@ -204,6 +204,23 @@ cdef inline const double* row_factors(
     return &s.psi11[c * m]
 
 
+cdef inline void kappa_products(
+    double* H_row, const double* Mk, int64_t first, int64_t n_shared, PairRow* s,
+    const int64_t* local, int64_t base, int64_t m,
+) noexcept nogil:
+    """2 M kappa_j kappa_k^T of a pair: into the row ``H_row`` of shared feature j
+    (``Mk``: M kappa_j), at each shared feature k in [first, n_shared)."""
+    cdef int64_t c, q
+    cdef double acc
+    cdef const double* kc
+    for c in range(first, n_shared):
+        kc = s.kappa[c]
+        acc = 0.0
+        for q in range(m):
+            acc = acc + Mk[q] * kc[q]
+        H_row[local[s.shared_e1[c] + base]] += 2.0 * acc
+
+
 cdef inline void leaf_partners(
     int64_t l1, int64_t n_leaves, const int64_t* dim, const int64_t* fstart, int64_t base,
     const int64_t* local, const int8_t* sibling, const double* ratio, int64_t n_local,
@@ -217,7 +234,7 @@ cdef inline void leaf_partners(
     feature: leaf_siblings) have the same entries but that one, so their pairs
     with l1 share every factor and kappa but its: one pass serves both, and
     adds l1's sums, K of the entries they share and M A once for both."""
-    cdef int64_t q, l2, e, e1, e2, c, c2, n_shared, j, f, at, pp, slot, ed, cd
+    cdef int64_t q, l2, e, e1, e2, c, n_shared, j, f, at, pp, slot, ed, cd
     cdef uint64_t A1, A2, x
     cdef double X1, X2, acc
     cdef bint both, is_d
@@ -321,13 +338,8 @@ cdef inline void leaf_partners(
                     Mk.v[q] = Mc[q] * kc[q]
                     s.K[s.shared_e1[c] * m + q] += Mk.v[q]
                     s.K[s.shared_e2[c] * m + q] += Mk.v[q]
-                j = local[s.shared_e1[c] + base] * n_local
-                for c2 in range(c + 1, n_shared):
-                    kc2 = s.kappa[c2]
-                    acc = 0.0
-                    for q in range(m):
-                        acc = acc + Mk.v[q] * kc2[q]
-                    H[j + local[s.shared_e1[c2] + base]] += 2.0 * acc
+                kappa_products(H + local[s.shared_e1[c] + base] * n_local, Mk.v, c + 1,
+                               n_shared, s, local, base, m)
             l2 += 1
             continue
         # the siblings' pairs: l1's Q, M A, K and kappa kappa^T by M + M2 where
@@ -372,13 +384,8 @@ cdef inline void leaf_partners(
                 s.K[s.shared_e1[c] * m + q] += Mk.v[q]
                 s.K[s.shared_e2[c] * m + q] += Mc[q] * kc[q]
                 s.K[(s.shared_e2[c] + dim[l2]) * m + q] += M2.v[q] * kc[q]
-            j = local[s.shared_e1[c] + base] * n_local
-            for c2 in range(c + 1, n_shared):
-                kc2 = s.kappa[c2]
-                acc = 0.0
-                for q in range(m):
-                    acc = acc + Mk.v[q] * kc2[q]
-                H[j + local[s.shared_e1[c2] + base]] += 2.0 * acc
+            kappa_products(H + local[s.shared_e1[c] + base] * n_local, Mk.v, c + 1, n_shared,
+                           s, local, base, m)
         if cd >= 0:
             kc = s.kappa[cd]
             kc2 = s.kappa[cd + 1]
@@ -387,13 +394,8 @@ cdef inline void leaf_partners(
                 s.K[s.shared_e1[cd] * m + q] += Kd.v[q]
                 s.K[s.shared_e2[cd] * m + q] += Mc[q] * kc[q]
                 s.K[(s.shared_e2[cd] + dim[l2]) * m + q] += M2.v[q] * kc2[q]
-            j = local[s.shared_e1[cd] + base] * n_local
-            for c in range(n_shared):
-                kc = s.kappa[c]
-                acc = 0.0
-                for q in range(m):
-                    acc = acc + Kd.v[q] * kc[q]
-                H[j + local[s.shared_e1[c] + base]] += 2.0 * acc
+            kappa_products(H + local[s.shared_e1[cd] + base] * n_local, Kd.v, 0, n_shared,
+                           s, local, base, m)
         l2 += 2
     if lists.start == NULL:
         for e in range(fstart[l1], fstart[l1] + dim[l1]):
