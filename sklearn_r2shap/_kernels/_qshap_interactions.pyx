@@ -89,7 +89,8 @@ cdef struct PairRow:
     double* psi11            # one pair's shared features with X1 = X2 = 1, pairs not
     double* kappa11          # listed: shared_factors
     double* MA               # (tree features,): sum over l1's later partners of M alpha
-    const double** kappa     # one pair's shared features: their kappa (m values)
+    const double** kappa     # one pair's shared features: their kappa (m values), and
+                             # after them a sibling l2 + 1's differing one (leaf_partners)
     double* H                # (tree features, tree features), both triangles, summed over q
     double* grad             # (tree features,): the first derivatives, summed over q
     int64_t* pos             # tree feature -> entry of the pair's first leaf, or -1
