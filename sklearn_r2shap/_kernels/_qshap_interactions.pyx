@@ -715,10 +715,11 @@ def leaf_siblings(ens, structure):
     parent[right[inner]] = inner
     leaf_node = np.asarray(structure["leaf_node"])
     sibling = np.full(len(leaf_node), -1, dtype=np.int8)
-    if len(leaf_node) > 1:
-        first = leaf_node[:-1]
-        pair = (parent[first] >= 0) & (parent[first] == parent[leaf_node[1:]])
-        sibling[:-1][pair] = np.asarray(structure["node_slot"])[first[pair]]
+    n = len(leaf_node)
+    if n > 1:  # (explicit ends: the module has wraparound off)
+        first = leaf_node[:n - 1]
+        pair = np.flatnonzero((parent[first] >= 0) & (parent[first] == parent[leaf_node[1:]]))
+        sibling[pair] = np.asarray(structure["node_slot"])[first[pair]]
     return sibling
 
 
