@@ -590,3 +590,79 @@ def test_logistic_base_score_of_a_constant_label_is_clamped_as_xgboost_does(labe
     np.testing.assert_allclose(predict_raw(booster, X[:5]).ravel(), margin, rtol=1e-6)
     phi = shap_values(booster, X[:5])
     np.testing.assert_allclose(phi.sum(axis=1), margin, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# The model is read from its binary form (UBJSON), as from the JSON one
+# --------------------------------------------------------------------------
+def _same_as_json(parsed, binary, where=""):
+    """``binary`` (read by _read_ubjson) holds what ``parsed`` (json.loads) holds:
+    the same keys and scalars, node arrays with the same numbers (float32 ones,
+    arrays or not, as the float64 of the JSON's decimals)."""
+    if isinstance(binary, np.ndarray):
+        if binary.dtype.kind == "f":
+            np.testing.assert_array_equal(_xgboost._printed(binary),
+                                          np.asarray(parsed, dtype=np.float64), err_msg=where)
+        else:
+            np.testing.assert_array_equal(binary, np.asarray(parsed), err_msg=where)
+    elif isinstance(binary, dict):
+        assert list(binary) == list(parsed), where
+        for key in binary:
+            _same_as_json(parsed[key], binary[key], f"{where}/{key}")
+    elif isinstance(binary, list):
+        assert len(binary) == len(parsed), where
+        for i, (a, b) in enumerate(zip(parsed, binary)):
+            _same_as_json(a, b, f"{where}[{i}]")
+    elif isinstance(binary, float):  # a float32 written alone (e.g. a DART weight)
+        assert _xgboost._printed([binary])[0] == parsed, where
+    else:
+        assert type(binary) is type(parsed) and binary == parsed, where
+
+
+@pytest.mark.parametrize("name", ["regressor", "multiclass", "dart", "rf_regressor",
+                                  "pruned_booster", "vector_leaf", "categorical",
+                                  "categorical_codes"])
+def test_binary_model_reads_as_the_json_model(name):
+    booster = get_case(name).booster
+    _same_as_json(json.loads(bytes(booster.save_raw("json"))),
+                  _xgboost._read_ubjson(booster.save_raw("ubj")))
+
+
+def test_printed_decimals_are_those_of_xgboost_json():
+    """_printed gives the float64 of the decimal XGBoost prints for a float32 (the
+    covers were read from the JSON before), for float32 values of every exponent,
+    integers below and above 2**24, powers of two and small fractions."""
+    booster = get_case("regressor").booster
+    model = json.loads(bytes(booster.save_raw("json")))
+    trees = model["learner"]["gradient_booster"]["model"]["trees"]
+    rng = np.random.default_rng(0)
+    kinds = [
+        lambda n: rng.integers(1, 0x7F800000, n).astype(np.uint32).view(np.float32),
+        lambda n: rng.random(n) * 10.0 ** rng.uniform(-4, 8, n),
+        lambda n: np.ldexp(1.0, rng.integers(-120, 120, n)),
+        lambda n: rng.integers(0, 2**27, n) + rng.choice([0.0, 0.5, 0.25, 1e-3], n),
+    ]
+    for round_ in range(40):
+        for tree in trees:
+            values = np.asarray(kinds[round_ % 4](len(tree["sum_hessian"])), dtype=np.float32)
+            tree["sum_hessian"] = values.astype(np.float64).tolist()  # exact
+        reloaded = xgb.Booster()
+        reloaded.load_model(bytearray(json.dumps(model).encode()))
+        printed = json.loads(bytes(reloaded.save_raw("json")))
+        binary = _xgboost._read_ubjson(reloaded.save_raw("ubj"))
+        for a, b in zip(printed["learner"]["gradient_booster"]["model"]["trees"],
+                        binary["learner"]["gradient_booster"]["model"]["trees"]):
+            np.testing.assert_array_equal(_xgboost._printed(b["sum_hessian"]),
+                                          np.asarray(a["sum_hessian"], dtype=np.float64))
+
+
+def test_non_ascii_category_strings_are_refused_clearly():
+    """XGBoost saves the category strings of a column cut at character counts:
+    non-ASCII ones cannot be read back."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"c": pd.Categorical(rng.choice(["a", "bé", "ç"], N_ROWS)),
+                          "x": rng.normal(size=N_ROWS)})
+    model = xgb.XGBRegressor(n_estimators=2, max_depth=2, enable_categorical=True,
+                             tree_method="hist").fit(frame, frame["x"])
+    with pytest.raises(UnsupportedModelError, match="non-ASCII strings"):
+        to_ensemble(model)

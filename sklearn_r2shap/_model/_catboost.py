@@ -116,18 +116,14 @@ def convert(model):
         cats = codes[(split["cat_feature_index"], split["value"])]
         return feature["flat_feature_index"], 0.0, DECISION_CATEGORICAL, cats, False
 
-    trees = []
-    for raw in raw_trees:
-        if oblivious:
-            trees.append(_oblivious_tree(raw, node_of, scale, n_dim, name))
-        else:
-            trees.append(_nonsymmetric_tree(raw, node_of, scale, n_dim, name))
+    read = _oblivious_trees if oblivious else _nonsymmetric_trees
+    trees = [read(raw_trees, node_of, scale, n_dim, name)] if raw_trees else []
 
     params = spec.get("model_info", {}).get("params", {})
     loss = params.get("loss_function", {}).get("type", "")
     info = {
         "allow_nan": True,
-        "n_trees_total": len(trees),
+        "n_trees_total": len(raw_trees),
         "grow_policy": "SymmetricTree" if oblivious else
         params.get("tree_learner_options", {}).get("grow_policy", "non-symmetric"),
         "loss_function": loss,
@@ -321,33 +317,6 @@ class _HashEncoder:
         )
 
 
-def _child_arrays(n_nodes):
-    return dict(
-        children_left=np.full(n_nodes, -1, dtype=np.int64),
-        children_right=np.full(n_nodes, -1, dtype=np.int64),
-        default_left=np.zeros(n_nodes, dtype=bool),
-        feature=np.zeros(n_nodes, dtype=np.int64),
-        threshold=np.zeros(n_nodes),
-        decision_type=np.full(n_nodes, DECISION_LEQ, dtype=np.uint8),
-        cover=np.zeros(n_nodes),
-    )
-
-
-def _set_split(arrays, categories, k, split, false_child, true_child, node_of):
-    """Fill node ``k``: float splits send the false side left, one-hot the true side."""
-    feature, threshold, decision, cats, nan_true = node_of(split)
-    arrays["feature"][k] = feature
-    arrays["threshold"][k] = threshold
-    arrays["decision_type"][k] = decision
-    if decision == DECISION_CATEGORICAL:
-        categories[k] = cats
-        arrays["children_left"][k], arrays["children_right"][k] = true_child, false_child
-        arrays["default_left"][k] = False  # CatBoost rejects NaN categories
-    else:
-        arrays["children_left"][k], arrays["children_right"][k] = false_child, true_child
-        arrays["default_left"][k] = not nan_true
-
-
 def _leaf_values(values, scale, n_dim, n_leaves, name):
     values = np.asarray(values, dtype=np.float64)
     if values.size != n_leaves * n_dim:
@@ -355,64 +324,122 @@ def _leaf_values(values, scale, n_dim, n_leaves, name):
     return scale * values.reshape(n_leaves, n_dim)
 
 
-def _oblivious_tree(raw, node_of, scale, n_dim, name):
-    """Expand an oblivious tree into heap order, the last split at the root.
+def _split_nodes(rows, split, false_child, true_child, splits, node_of, n_nodes):
+    """The node arrays of ``n_nodes`` nodes, ``rows`` of which apply the splits
+    ``splits[split]`` (``node_of`` of each: feature, threshold, decision, category
+    set, NaN to the true side), their children given as local indices: float
+    splits send the false side left, one-hot ones the true side; NaN takes a
+    float split's side of ``node_of`` and a one-hot split's false side (CatBoost
+    rejects NaN categories). Returns the arrays and the categories by row."""
+    nodes = [node_of(s) for s in splits] or [(0, 0.0, DECISION_LEQ, None, False)]
+    feature, threshold, decision, cats, nan_true = zip(*nodes)  # (per split, not per node)
+    decision = np.asarray(decision, dtype=np.uint8)[split]
+    one_hot = decision == DECISION_CATEGORICAL
+    arrays = dict(
+        children_left=np.full(n_nodes, -1, dtype=np.int64),
+        children_right=np.full(n_nodes, -1, dtype=np.int64),
+        default_left=np.zeros(n_nodes, dtype=bool),
+        feature=np.zeros(n_nodes, dtype=np.int64),
+        threshold=np.zeros(n_nodes),
+        decision_type=np.full(n_nodes, DECISION_LEQ, dtype=np.uint8),
+    )
+    arrays["children_left"][rows] = np.where(one_hot, true_child, false_child)
+    arrays["children_right"][rows] = np.where(one_hot, false_child, true_child)
+    arrays["default_left"][rows] = ~one_hot & ~np.asarray(nan_true, dtype=bool)[split]
+    arrays["feature"][rows] = np.asarray(feature, dtype=np.int64)[split]
+    arrays["threshold"][rows] = np.asarray(threshold, dtype=np.float64)[split]
+    arrays["decision_type"][rows] = decision
+    categories = {int(k): cats[i] for k, i in zip(rows[one_hot], split[one_hot])}
+    return arrays, categories
 
-    Level l of the heap applies split ``d - 1 - l``, so a leaf's heap position
-    among the leaves equals CatBoost's leaf index ``sum_i bit_i << i``. The
-    path-dependent game of an oblivious tree depends on this order; with the
-    last split at the root it is the one CatBoost's own ShapValues compute.
+
+def _oblivious_trees(raws, node_of, scale, n_dim, name):
+    """Oblivious trees expanded into heap order, the last split at the root, stacked.
+
+    Level l of a tree's heap applies its split ``d - 1 - l``, so a leaf's heap
+    position among the leaves equals CatBoost's leaf index ``sum_i bit_i << i``.
+    The path-dependent game of an oblivious tree depends on this order; with the
+    last split at the root it is the one CatBoost's own ShapValues compute. Node
+    k's children are 2k + 1 (false side) and 2k + 2 (true side).
     """
-    splits = raw.get("splits") or []
-    depth = len(splits)
-    n_leaves = 1 << depth
-    if "leaf_weights" not in raw:
+    if any("leaf_weights" not in raw for raw in raws):
         raise UnsupportedModelError(f"{name} has no leaf weights (needed as covers).")
-    n_internal = n_leaves - 1
-    arrays = _child_arrays(n_internal + n_leaves)
-    categories = {}
-    for level in range(depth):
-        for k in range((1 << level) - 1, (1 << (level + 1)) - 1):
-            _set_split(arrays, categories, k, splits[depth - 1 - level], 2 * k + 1, 2 * k + 2,
-                       node_of)
-    value = np.zeros((n_internal + n_leaves, n_dim))
-    value[n_internal:] = _leaf_values(raw["leaf_values"], scale, n_dim, n_leaves, name)
-    cover = arrays["cover"]
-    cover[n_internal:] = np.asarray(raw["leaf_weights"], dtype=np.float64)
-    for k in range(n_internal - 1, -1, -1):
-        cover[k] = cover[2 * k + 1] + cover[2 * k + 2]
-    return TreeArrays(value=value, categories=categories, **arrays)
+    splits = [raw.get("splits") or [] for raw in raws]
+    depth = np.array([len(s) for s in splits])
+    n_leaves = 1 << depth
+    size = 2 * n_leaves - 1
+    tree_start = np.concatenate([[0], np.cumsum(size)])
+    first = np.repeat(tree_start[:-1], size)  # each node's tree's first row
+    local = np.arange(tree_start[-1]) - first
+    internal = np.flatnonzero(local < np.repeat(n_leaves - 1, size))
+    level = np.frexp(local[internal] + 1)[1] - 1  # (exact: the bit length of k + 1)
+    tree_depth = np.repeat(depth, size)[internal]
+    split = np.repeat(np.cumsum(depth) - depth, size)[internal] + tree_depth - 1 - level
+    arrays, categories = _split_nodes(
+        internal, split, 2 * local[internal] + 1, 2 * local[internal] + 2,
+        [s for tree in splits for s in tree], node_of, tree_start[-1])
+
+    leaves = np.flatnonzero(local >= np.repeat(n_leaves - 1, size))
+    for raw, count in zip(raws, n_leaves.tolist()):
+        if len(raw["leaf_values"]) != count * n_dim:
+            raise UnsupportedModelError(f"{name}: unexpected number of leaf values in a tree.")
+    value = np.zeros((tree_start[-1], n_dim))
+    value[leaves] = _leaf_values([v for raw in raws for v in raw["leaf_values"]], scale, n_dim,
+                                 len(leaves), name)
+    cover = np.zeros(tree_start[-1])
+    cover[leaves] = np.array([w for raw in raws for w in raw["leaf_weights"]], dtype=np.float64)
+    # An internal node's cover is the sum of its leaves' weights: summed bottom-up.
+    for lev in range(int(depth.max(initial=0)) - 1, -1, -1):
+        rows = internal[level == lev]
+        cover[rows] = cover[first[rows] + 2 * local[rows] + 1] + cover[first[rows] + 2 * local[rows]
+                                                                       + 2]
+    return TreeArrays(value=value, cover=cover, categories=categories, tree_start=tree_start,
+                      **arrays)
 
 
-def _nonsymmetric_tree(raw, node_of, scale, n_dim, name):
-    """A Depthwise / Lossguide tree: JSON nodes, "right" is the split's true side."""
-    nodes = []
-    stack = [(raw, -1, False)]
-    while stack:  # number nodes depth-first, remember each one's parent
-        node, parent, is_true = stack.pop()
-        nodes.append((node, parent, is_true))
-        if "split" in node:
-            k = len(nodes) - 1
-            stack.append((node["right"], k, True))
-            stack.append((node["left"], k, False))
-    arrays = _child_arrays(len(nodes))
-    value = np.zeros((len(nodes), n_dim))
-    categories = {}
-    true_child, false_child = {}, {}
-    for k, (node, parent, is_true) in enumerate(nodes):
-        if parent >= 0:
-            (true_child if is_true else false_child)[parent] = k
-        if "split" not in node:
-            if "weight" not in node:
+def _nonsymmetric_trees(raws, node_of, scale, n_dim, name):
+    """Depthwise / Lossguide trees (JSON nodes, "right" is the split's true side),
+    stacked: one walk over the nested nodes numbers them depth-first, numpy
+    does the rest."""
+    parent, true_side, depth, splits, leaf_rows, values, weights = [], [], [], [], [], [], []
+    tree_start = [0]
+    for raw in raws:  # (per node: CatBoost's JSON nests the nodes)
+        stack = [(raw, -1, False, 0)]
+        while stack:
+            node, up, is_true, d = stack.pop()
+            k = len(parent)
+            parent.append(up)
+            true_side.append(is_true)
+            depth.append(d)
+            if "split" in node:
+                splits.append(node["split"])
+                stack.append((node["right"], k, True, d + 1))
+                stack.append((node["left"], k, False, d + 1))
+            elif "weight" not in node:
                 raise UnsupportedModelError(f"{name} has no leaf weights (needed as covers).")
-            value[k] = _leaf_values(node["value"], scale, n_dim, 1, name)[0]
-            arrays["cover"][k] = node["weight"]
-    for k, (node, _, _) in enumerate(nodes):
-        if "split" in node:
-            _set_split(arrays, categories, k, node["split"], false_child[k], true_child[k],
-                       node_of)
-    cover = arrays["cover"]
-    for k in range(len(nodes) - 1, -1, -1):  # children come after parents
-        if k in true_child:
-            cover[k] = cover[true_child[k]] + cover[false_child[k]]
-    return TreeArrays(value=value, categories=categories, **arrays)
+            else:
+                leaf_rows.append(k)
+                values.append(node["value"])
+                weights.append(node["weight"])
+        tree_start.append(len(parent))
+    tree_start = np.asarray(tree_start)
+    n = int(tree_start[-1])
+    parent, true_side, depth = np.asarray(parent), np.asarray(true_side), np.asarray(depth)
+    child = np.flatnonzero(parent >= 0)
+    true_child, false_child = np.full(n, -1), np.full(n, -1)
+    true_child[parent[child[true_side[child]]]] = child[true_side[child]]
+    false_child[parent[child[~true_side[child]]]] = child[~true_side[child]]
+    internal = np.flatnonzero(true_child >= 0)  # in walk order, as ``splits``
+    first = np.repeat(tree_start[:-1], np.diff(tree_start))[internal]
+    arrays, categories = _split_nodes(internal, np.arange(len(internal)),
+                                      false_child[internal] - first,
+                                      true_child[internal] - first, splits, node_of, n)
+    value = np.zeros((n, n_dim))
+    value[leaf_rows] = _leaf_values(values, scale, n_dim, len(leaf_rows), name)
+    cover = np.zeros(n)
+    cover[leaf_rows] = np.asarray(weights, dtype=np.float64)
+    for d in range(int(depth.max(initial=0)) - 1, -1, -1):  # children first
+        rows = internal[depth[internal] == d]
+        cover[rows] = cover[true_child[rows]] + cover[false_child[rows]]
+    return TreeArrays(value=value, cover=cover, categories=categories, tree_start=tree_start,
+                      **arrays)

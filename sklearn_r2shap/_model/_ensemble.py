@@ -1,10 +1,11 @@
 """The one representation of a trained tree ensemble used by every kernel.
 
-Adapters (one module per library) translate a fitted model into a list of
-:class:`TreeArrays`; :meth:`TreeEnsemble.from_trees` concatenates them into
-flat node arrays, renumbers each tree in depth-first preorder (a parent comes
-before its children, and every subtree is a contiguous range starting at its
-root, with the left subtree first: the kernels rely on both) and derives the
+Adapters (one module per library) translate a fitted model into
+:class:`TreeArrays` (one tree each, or all trees stacked in one);
+:meth:`TreeEnsemble.from_trees` concatenates them into flat node arrays,
+renumbers each tree in depth-first preorder (a parent comes before its
+children, and every subtree is a contiguous range starting at its root, with
+the left subtree first: the kernels rely on both) and derives the
 row-independent quantities of the path-dependent game (doc/local_attributions.rst):
 
 * ``cover_ratio[k] = c_k / c_parent(k)``, the fraction of the parent's cover
@@ -37,7 +38,8 @@ DECISION_CATEGORICAL = 3  # int(x) in the node's category bitset goes left
 
 @dataclass
 class TreeArrays:
-    """One tree as an adapter produces it (local node indices, root = 0).
+    """One tree as an adapter produces it (local node indices, root = 0), or
+    several trees stacked (``tree_start``).
 
     Parameters
     ----------
@@ -58,15 +60,21 @@ class TreeArrays:
         (learning rate, 1/T, CatBoost scale); ignored for internal nodes.
     categories : dict, optional
         ``{node: array of non-negative ints}``: the categories that go left at
-        a categorical node.
-    output : int, default=0
-        The output (class) the tree adds to when ``n_values == 1``.
+        a categorical node (``node``: a row of these arrays).
+    output : int or ndarray of int, default=0
+        The output (class) the tree adds to when ``n_values == 1``; with
+        ``tree_start``, one per tree or one for all.
     linear_terms : dict, optional
         Linear leaves: ``{leaf: (features, coefficients)}``; the leaf predicts
         ``value[leaf] + coefficients @ x[features]`` (LightGBM ``linear_tree``).
     fallback_value : ndarray of shape (n_nodes, n_values), optional
         With linear leaves: what a leaf predicts when one of its linear
         features is NaN (LightGBM's constant ``leaf_value``).
+    tree_start : ndarray of int, shape (n_trees + 1,), optional
+        Several trees in one: tree t is rows ``tree_start[t]:tree_start[t + 1]``
+        (``tree_start[0] == 0``, ``tree_start[-1] == n_nodes``), its child
+        indices local to it (its root is its local node 0). Adapters that read
+        all trees at once give them so: nothing is then done tree by tree.
     """
 
     children_left: np.ndarray
@@ -81,6 +89,7 @@ class TreeArrays:
     output: int = 0
     linear_terms: Optional[dict] = None
     fallback_value: Optional[np.ndarray] = None
+    tree_start: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -128,6 +137,27 @@ class TreeEnsemble:
     # ``feature`` holds each node's player and ``route_feature`` the column its rule reads.
     route_feature: Optional[np.ndarray] = None
 
+    # An ensemble is never changed after it is built (every ``with_*`` method
+    # returns a copy), so what depends on it alone -- the games' plans and
+    # tables, the expected value -- is kept with it: a prepared explainer, or
+    # any caller passing the same ensemble again, pays for them once. Not a
+    # dataclass field: ``replace`` gives the copy a cache of its own, and
+    # pickles (dask tasks) carry none.
+    def __post_init__(self):
+        self._cache = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+    def cached(self, key, build):
+        """``build()``, computed once for this ensemble and kept under ``key``."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
     @property
     def n_trees(self):
         return len(self.tree_start) - 1
@@ -174,59 +204,34 @@ class TreeEnsemble:
         if n_values not in (1, len(base_value)):
             raise ValueError("leaf values must have width 1 or n_outputs")
 
-        parts = {k: [] for k in ("left", "right", "default", "feature", "threshold",
-                                 "decision", "cover", "value")}
-        cat_lists, tree_start, tree_output = [], [0], []
-        has_linear = any(tree.linear_terms is not None for tree in trees)
-        linear_lists, fallback_parts = [], []
-        offset = 0
-        for tree in trees:
-            order = _preorder(tree.children_left, tree.children_right)
-            n = len(order)
-            new_index = np.empty(n, dtype=np.int64)
-            new_index[order] = np.arange(n)
-            left = np.asarray(tree.children_left, dtype=np.int64)[order]
-            right = np.asarray(tree.children_right, dtype=np.int64)[order]
-            leaf = left < 0
-            left_g = np.where(leaf, -1, new_index[np.maximum(left, 0)] + offset)
-            right_g = np.where(leaf, -1, new_index[np.maximum(right, 0)] + offset)
-            default_left = np.asarray(tree.default_left, dtype=bool)[order]
-            parts["left"].append(left_g)
-            parts["right"].append(right_g)
-            parts["default"].append(np.where(default_left, left_g, right_g))
-            parts["feature"].append(np.where(leaf, -1, np.asarray(tree.feature, dtype=np.int64)[order]))
-            parts["threshold"].append(np.asarray(tree.threshold, dtype=np.float64)[order])
-            parts["decision"].append(np.asarray(tree.decision_type, dtype=np.uint8)[order])
-            parts["cover"].append(np.asarray(tree.cover, dtype=np.float64)[order])
-            value = np.asarray(tree.value, dtype=np.float64).reshape(n, -1)
-            if value.shape[1] != n_values:
-                raise ValueError("all trees must have leaf values of the same width")
-            parts["value"].append(value[order])
-            if tree.categories or tree.linear_terms:
-                for local in order:
-                    cats = tree.categories.get(int(local)) if tree.categories else None
-                    cat_lists.append(None if cats is None else np.asarray(cats, dtype=np.int64))
-                    linear_lists.append((tree.linear_terms or {}).get(int(local)))
-            else:
-                cat_lists.extend([None] * n)
-                linear_lists.extend([None] * n)
-            if has_linear:
-                fallback = value if tree.fallback_value is None else np.asarray(
-                    tree.fallback_value, dtype=np.float64).reshape(n, -1)
-                fallback_parts.append(fallback[order])
-            tree_start.append(offset + n)
-            tree_output.append(int(tree.output))
-            offset += n
+        # Every step below treats all nodes of all trees at once (no loop over
+        # trees or nodes): models of thousands of trees are read in milliseconds.
+        forest = _stacked(trees, n_values)
+        tree_start = forest.tree_start
+        left, right = _global_children(forest.children_left, forest.children_right, tree_start)
+        order, end = _forest_preorder(left, right, tree_start)
+        if order is None:  # already in preorder (scikit-learn numbers its trees so)
+            position = None
 
-        feature = np.concatenate(parts["feature"])
-        decision = np.concatenate(parts["decision"])
-        left = np.concatenate(parts["left"])
-        right = np.concatenate(parts["right"])
+            def take(a):
+                return a.copy()  # the ensemble owns its arrays
+
+        else:  # new node i is old node order[i]; old node k is new node position[k]
+            position = np.empty_like(order)
+            position[order] = np.arange(len(order))
+
+            def take(a):
+                return a[order]
+
+            left, right = (np.where(c >= 0, position[c], -1)[order] for c in (left, right))
         leaf = left < 0
-        if np.any(feature[~leaf] >= n_features) or np.any(feature[~leaf] < 0):
+        feature = np.where(leaf, -1, take(forest.feature))
+        split = feature[~leaf]
+        if len(split) and (split.min() < 0 or split.max() >= n_features):
             raise ValueError(f"{model_type}: a split feature index is outside [0, {n_features}).")
+        decision = take(forest.decision_type)
         decision[leaf] = DECISION_LEQ
-        value = np.ascontiguousarray(np.concatenate(parts["value"]))
+        value = take(forest.value)
         value[leaf == False] = 0.0  # noqa: E712  (the kernels sum value * weight over all nodes)
         bad_leaf = np.flatnonzero(~np.all(np.isfinite(value), axis=1))
         if len(bad_leaf):
@@ -234,35 +239,19 @@ class TreeEnsemble:
             # leaf (e.g. a zero-weight node of a model fitted with negative
             # sample weights) would make every row's values NaN.
             k = int(bad_leaf[0])
-            t = int(np.searchsorted(np.asarray(tree_start), k, side="right")) - 1
+            t = int(np.searchsorted(tree_start, k, side="right")) - 1
             raise ValueError(
                 f"{model_type}: tree {t} has {len(bad_leaf)} leaf value(s) that are not "
                 f"finite (first: {value[k].tolist()}); such a model predicts inf or NaN "
                 "and cannot be explained. This happens when a node's total sample weight "
                 "is zero or negative, e.g. with negative sample_weight."
             )
+        categorical = np.flatnonzero(decision == DECISION_CATEGORICAL)
+        cat_start, cat_words, cat_bitsets = _category_bitsets(
+            forest.categories, categorical, categorical if order is None else order[categorical],
+            len(feature), model_type)
 
-        # Category sets as uint32 bitsets, one run of words per categorical node.
-        cat_start = np.zeros(len(feature), dtype=np.int64)
-        cat_words = np.zeros(len(feature), dtype=np.int64)
-        words = []
-        n_words_total = 0
-        for k in np.flatnonzero(decision == DECISION_CATEGORICAL):
-            cats = cat_lists[k]
-            cats = np.zeros(0, dtype=np.int64) if cats is None else cats
-            if np.any(cats < 0):
-                raise ValueError(f"{model_type}: negative category in a categorical split.")
-            n_words = int(cats.max()) // 32 + 1 if len(cats) else 1
-            bits = np.zeros(n_words, dtype=np.uint32)
-            np.bitwise_or.at(bits, cats // 32, (np.uint32(1) << (cats % 32).astype(np.uint32)))
-            cat_start[k] = n_words_total
-            cat_words[k] = n_words
-            words.append(bits)
-            n_words_total += n_words
-        cat_bitsets = np.concatenate(words) if words else np.zeros(1, dtype=np.uint32)
-
-        tree_start = np.asarray(tree_start, dtype=np.int64)
-        cover = np.concatenate(parts["cover"])
+        cover = take(forest.cover)
         if not np.all(np.isfinite(cover)) or np.any(cover < 0):
             raise ValueError(f"{model_type}: node covers must be finite and non-negative.")
         parent = np.full(len(feature), -1, dtype=np.int64)
@@ -270,24 +259,19 @@ class TreeEnsemble:
         parent[left[internal]] = internal
         parent[right[internal]] = internal
         cover_ratio = _cover_ratio(cover, parent)
-        prev_same, n_path_features, max_depth = _path_structure(parent, feature)
+        prev_same, n_path_features, max_depth = _path_structure(left, right, feature, end)
 
         linear = {}
-        if has_linear:
-            counts = [0 if t is None else len(t[0]) for t in linear_lists]
-            linear["linear_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            feats = [np.asarray(t[0], dtype=np.int64) for t in linear_lists if t is not None]
-            coefs = [np.asarray(t[1], dtype=np.float64) for t in linear_lists if t is not None]
-            linear["linear_feature"] = np.concatenate(feats) if feats else np.zeros(0, np.int64)
-            linear["linear_coef"] = np.concatenate(coefs) if coefs else np.zeros(0)
-            linear["linear_fallback"] = np.ascontiguousarray(np.concatenate(fallback_parts))
+        if forest.linear_terms is not None:
+            linear = _linear_arrays(forest.linear_terms, position, len(feature))
+            linear["linear_fallback"] = take(forest.fallback_value)
 
         return cls(
             children_left=left,
             children_right=right,
-            default_child=np.concatenate(parts["default"]),
+            default_child=np.where(take(forest.default_left), left, right),
             feature=feature,
-            threshold=np.concatenate(parts["threshold"]),
+            threshold=take(forest.threshold),
             decision_type=decision,
             cat_start=cat_start,
             cat_words=cat_words,
@@ -298,7 +282,7 @@ class TreeEnsemble:
             prev_same=prev_same,
             value=value,
             tree_start=tree_start,
-            tree_output=np.asarray(tree_output, dtype=np.int64),
+            tree_output=forest.output,
             base_value=base_value,
             n_features=int(n_features),
             n_path_features=int(n_path_features),
@@ -393,7 +377,9 @@ class TreeEnsemble:
             raise ValueError("feature groups are not supported for linear leaves.")
         route = self.feature if self.route_feature is None else self.route_feature
         players = np.where(route >= 0, player_of_column[np.maximum(route, 0)], route)
-        prev_same, n_path_features, _ = _path_structure(self.parent, players)
+        prev_same, n_path_features, _ = _path_structure(
+            self.children_left, self.children_right, players,
+            _subtree_end(self.children_left, self.children_right))
         return replace(self, feature=players.astype(np.int64), route_feature=route.copy(),
                        prev_same=prev_same, n_path_features=int(n_path_features),
                        info=dict(self.info))
@@ -449,7 +435,9 @@ class TreeEnsemble:
             work = self.per_output([output])
         else:
             work = self._keep_trees(np.flatnonzero(self.tree_output == output))
-        _, n_path_features, max_depth = _path_structure(work.parent, work.feature)
+        _, n_path_features, max_depth = _path_structure(
+            work.children_left, work.children_right, work.feature,
+            _subtree_end(work.children_left, work.children_right))
         return replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
                        base_value=self.base_value[[output]].copy(),
                        n_path_features=int(n_path_features), max_depth=int(max_depth),
@@ -510,91 +498,305 @@ def _cover_ratio(cover, parent):
     return cover_ratio
 
 
-_SMALL_TREE = 256  # nodes: below it, _preorder walks a Python stack
+def _stacked(trees, n_values):
+    """All nodes of ``trees`` (each one tree or several) as one :class:`TreeArrays`.
+
+    The arrays are concatenated in the ensemble's dtypes; ``tree_start`` spans
+    all trees, ``output`` holds one output per tree, ``categories`` and
+    ``linear_terms`` are keyed by row (``linear_terms`` is None when no part
+    has linear leaves, and ``fallback_value`` then too).
+    """
+    sizes, outputs, categories = [], [], {}
+    linear_terms = {} if any(tree.linear_terms is not None for tree in trees) else None
+    offset = 0
+    for tree in trees:
+        n = len(tree.feature)
+        starts = np.array([0, n]) if tree.tree_start is None else np.asarray(tree.tree_start)
+        if starts[0] != 0 or starts[-1] != n or np.any(np.diff(starts) < 1):
+            raise ValueError(f"tree_start must run from 0 to the number of nodes ({n}) "
+                             f"with at least one node per tree, got {starts.tolist()}.")
+        sizes.append(np.diff(starts))
+        outputs.append(np.broadcast_to(np.asarray(tree.output, dtype=np.int64), len(starts) - 1))
+        # (Python loops over the categorical nodes and linear leaves only)
+        categories.update({int(k) + offset: v for k, v in (tree.categories or {}).items()})
+        if tree.linear_terms:
+            linear_terms.update({int(k) + offset: v for k, v in tree.linear_terms.items()})
+        offset += n
+
+    def joined(name, dtype):
+        parts = [np.asarray(getattr(tree, name), dtype=dtype) for tree in trees]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    values = []
+    for tree in trees:
+        values.append(np.asarray(tree.value, dtype=np.float64).reshape(len(tree.feature), -1))
+        if values[-1].shape[1] != n_values:
+            raise ValueError("all trees must have leaf values of the same width")
+    fallback = None
+    if linear_terms is not None:
+        fallback = np.concatenate([
+            value if tree.fallback_value is None else np.asarray(
+                tree.fallback_value, dtype=np.float64).reshape(value.shape[0], -1)
+            for tree, value in zip(trees, values)
+        ])
+    return TreeArrays(
+        children_left=joined("children_left", np.int64),
+        children_right=joined("children_right", np.int64),
+        default_left=joined("default_left", bool),
+        feature=joined("feature", np.int64),
+        threshold=joined("threshold", np.float64),
+        decision_type=joined("decision_type", np.uint8),
+        cover=joined("cover", np.float64),
+        value=values[0] if len(values) == 1 else np.concatenate(values),
+        categories=categories,
+        output=np.concatenate(outputs),
+        linear_terms=linear_terms,
+        fallback_value=fallback,
+        tree_start=np.concatenate([[0], np.cumsum(np.concatenate(sizes))]).astype(np.int64),
+    )
+
+
+def _global_children(children_left, children_right, tree_start):
+    """Child indices local to each tree made indices into all nodes (-1: none).
+
+    A node is a leaf when its left child is negative (its right one is then
+    ignored); a child index past the end of its tree is refused.
+    """
+    sizes = np.diff(tree_start)
+    internal = children_left >= 0
+    children_right = np.where(internal, children_right, -1)
+    for children in (children_left, children_right):
+        largest = np.maximum.reduceat(children, tree_start[:-1])  # per tree
+        if np.any(largest >= sizes):
+            t = int(np.argmax(largest >= sizes))
+            raise ValueError(f"tree {t} has a child index outside the tree ({sizes[t]} nodes).")
+    base = np.repeat(tree_start[:-1], sizes)
+    left = np.where(internal, children_left + base, -1)
+    right = np.where(children_right >= 0, children_right + base, -1)
+    return left, right
+
+
+def _forest_preorder(left, right, tree_start):
+    """Depth-first preorder (left subtree first) of every tree, all trees at once.
+
+    Returns ``(order, end)``: new node i is old node ``order[i]`` (None when
+    the nodes already are in preorder, as scikit-learn numbers them), each
+    tree keeping its range of ``tree_start``; ``end[i]`` is one past the last
+    node of new node i's subtree. Refuses cycles, nodes with a left child
+    only, and nodes unreachable from their tree's root.
+    """
+    n = len(left)
+    internal = np.flatnonzero(left >= 0)
+    if np.all(left[internal] == internal + 1) and np.all(right[internal] >= 0):
+        # Already preorder iff each right child starts where its left sibling's
+        # subtree ends and each root's subtree spans its tree (an induction on
+        # subtrees; every child index is then larger than its parent's, so
+        # the right children lead to leaves and _subtree_end stops).
+        end = _subtree_end(left, right)
+        if (end is not None and np.array_equal(end[left[internal]], right[internal])
+                and np.array_equal(end[tree_start[:-1]], tree_start[1:])):
+            return None, end
+
+    levels = _internal_levels(left, right, tree_start)
+    one_child = (left >= 0) & (right < 0)
+    if np.any(one_child):
+        k = int(np.argmax(one_child))
+        t = int(np.searchsorted(tree_start, k, side="right")) - 1
+        raise ValueError(f"tree {t}: node {k - tree_start[t]} has a left child but no right "
+                         "child.")
+    # Subtree sizes bottom-up, then positions top-down, level by level: a left
+    # child follows its parent, a right child its parent's left subtree.
+    size = np.ones(n, dtype=np.int64)
+    for nodes in reversed(levels):
+        size[nodes] += size[left[nodes]] + size[right[nodes]]
+    position = np.full(n, -1, dtype=np.int64)
+    position[tree_start[:-1]] = tree_start[:-1]
+    for nodes in levels:
+        position[left[nodes]] = position[nodes] + 1
+        position[right[nodes]] = position[nodes] + 1 + size[left[nodes]]
+    unreached = position < 0  # (with no cycle, also the mark of a node with two parents)
+    if np.any(unreached):
+        t = int(np.searchsorted(tree_start, int(np.argmax(unreached)), side="right")) - 1
+        count = int(np.count_nonzero(unreached[tree_start[t]:tree_start[t + 1]]))
+        raise ValueError(f"tree {t}: the tree has {count} nodes unreachable from its root")
+    order = np.empty(n, dtype=np.int64)
+    order[position] = np.arange(n)
+    return order, np.arange(n) + size[order]
+
+
+def _internal_levels(left, right, tree_start):
+    """The internal nodes of all trees by depth: breadth-first from the roots,
+    one numpy step per level for all trees together.
+
+    ``left``, ``right``: global child indices. A node reached twice (a cycle,
+    or two parents) is refused once more nodes are reached than exist.
+    """
+    n = len(left)
+    levels, reached = [], [tree_start[:-1]]
+    n_reached = len(reached[0])
+    while True:
+        internal = reached[-1][left[reached[-1]] >= 0]
+        if len(internal) == 0:
+            return levels
+        levels.append(internal)
+        children = np.concatenate([left[internal], right[internal]])
+        reached.append(children[children >= 0])  # a missing right child: refused later
+        n_reached += len(reached[-1])
+        if n_reached > n:  # then some tree has more nodes reached than it holds
+            sizes = np.diff(tree_start)
+            tree = np.searchsorted(tree_start, np.concatenate(reached), side="right") - 1
+            t = int(np.argmax(np.bincount(tree, minlength=len(sizes)) > sizes))
+            raise ValueError(f"tree {t}: the tree's child arrays contain a cycle (a node "
+                             "reached twice from the root)")
+
+
+def _subtree_end(left, right):
+    """For trees numbered in preorder, one past the last node of each node's
+    subtree: the node after its rightmost leaf. None if the right children do
+    not lead to a leaf (a cycle).
+
+    Pointer jumping: every node holds a node of its right spine and replaces
+    it by that node's, so the distance covered doubles each round.
+    """
+    n = len(left)
+    last = np.where(left < 0, np.arange(n), right)
+    todo = np.flatnonzero(left[last] >= 0)
+    for _ in range(64):  # a right spine of 2**64 nodes cannot be stored
+        if len(todo) == 0:
+            return last + 1
+        last[todo] = last[last[todo]]
+        todo = todo[left[last[todo]] >= 0]
+    return None
 
 
 def _preorder(children_left, children_right):
-    """Local node indices in depth-first preorder (left subtree first) from node 0."""
+    """Local node indices of one tree in depth-first preorder (left subtree first)
+    from node 0, with the checks of :func:`_forest_preorder`."""
     left = np.asarray(children_left, dtype=np.int64)
-    right = np.asarray(children_right, dtype=np.int64)
-    n = len(left)
-    if n <= _SMALL_TREE:  # a plain stack walk: numpy's per-call overhead dominates small trees
-        return _preorder_small(left.tolist(), right.tolist())
-    levels = [np.array([0], dtype=np.int64)]
-    seen = 1
-    while True:  # breadth-first levels, vectorised
-        internal = levels[-1][left[levels[-1]] >= 0]
-        if len(internal) == 0:
-            break
-        levels.append(np.concatenate([left[internal], right[internal]]))
-        seen += len(levels[-1])
-        if seen > n:
-            raise ValueError("the tree's child arrays contain a cycle")
-    if seen != n:
-        raise ValueError(f"the tree has {n - seen} nodes unreachable from its root")
-    size = np.ones(n, dtype=np.int64)
-    for level in reversed(levels):  # subtree sizes, bottom-up
-        internal = level[left[level] >= 0]
-        size[internal] += size[left[internal]] + size[right[internal]]
-    position = np.zeros(n, dtype=np.int64)
-    for level in levels:  # preorder positions, top-down
-        internal = level[left[level] >= 0]
-        position[left[internal]] = position[internal] + 1
-        position[right[internal]] = position[internal] + 1 + size[left[internal]]
-    order = np.empty(n, dtype=np.int64)
-    order[position] = np.arange(n)
-    return order
+    tree_start = np.array([0, len(left)])
+    left, right = _global_children(left, np.asarray(children_right, dtype=np.int64), tree_start)
+    order, _ = _forest_preorder(left, right, tree_start)
+    return np.arange(len(left)) if order is None else order
 
 
-def _preorder_small(left, right):
-    """:func:`_preorder` for a small tree given as lists, with the same checks."""
-    n = len(left)
-    order, stack = [], [0]
-    while stack:
-        k = stack.pop()
-        order.append(k)
-        if len(order) > n:
-            raise ValueError("the tree's child arrays contain a cycle")
-        if left[k] >= 0:
-            stack.append(right[k])
-            stack.append(left[k])
-    if len(order) != n or len(set(order)) != n:
-        raise ValueError(f"the tree has {n - len(set(order))} nodes unreachable from its root")
-    return np.asarray(order, dtype=np.int64)
+# Unused since from_trees orders all trees at once (it sent trees of fewer nodes to
+# a Python stack walk); tests/test_adapter_fixes.py still sets it.
+_SMALL_TREE = 256
 
 
-def _path_structure(parent, feature):
-    """``prev_same``, the most distinct features on a path, and the depth."""
-    n = len(parent)
+def _path_structure(left, right, feature, end):
+    """``prev_same``, the most distinct features on a path, and the depth.
+
+    For trees numbered in preorder: ``left``, ``right`` global children,
+    ``feature`` the split feature (or player) of each internal node, ``end``
+    from :func:`_subtree_end`.
+    """
+    n = len(feature)
+    internal = np.flatnonzero(left >= 0)
+    nearest = _nearest_same_feature(internal, feature[internal], end[internal], n)
+    # The edges into both children of p repeat the edge of `nearest` on p's path.
     prev_same = np.full(n, -1, dtype=np.int64)
-    has_parent = np.flatnonzero(parent >= 0)
-    edge_feature = np.full(n, -1, dtype=np.int64)
-    edge_feature[has_parent] = feature[parent[has_parent]]
-    # Walk all edges up together, one level a step.
-    nodes = has_parent
-    anc = parent[nodes]
-    depth = np.zeros(n, dtype=np.int64)
-    active = np.ones(len(nodes), dtype=bool)
-    while np.any(active):
-        idx = np.flatnonzero(active)
-        a = anc[idx]
-        match = edge_feature[a] == edge_feature[nodes[idx]]
-        prev_same[nodes[idx[match]]] = a[match]
-        active[idx[match]] = False
-        up = parent[a]
-        stop = up < 0
-        active[idx[stop & ~match]] = False
-        anc[idx] = np.where(stop, a, up)
-    # Depth and distinct-feature counts, parents before children.
-    distinct = np.zeros(n, dtype=np.int64)
-    new_feature = (prev_same[has_parent] < 0).astype(np.int64)
-    while True:  # relax level by level; converges after max-depth passes
-        new_depth = depth[parent[has_parent]] + 1
-        new_distinct = distinct[parent[has_parent]] + new_feature
-        if np.array_equal(new_depth, depth[has_parent]) and np.array_equal(
-            new_distinct, distinct[has_parent]
-        ):
-            break
-        depth[has_parent] = new_depth
-        distinct[has_parent] = new_distinct
-    return prev_same, int(distinct.max(initial=0)), int(depth.max(initial=0))
+    p = internal[nearest[internal] >= 0]
+    b = nearest[p]
+    edge = np.where(p < right[b], left[b], right[b])  # b's child on the way to p
+    prev_same[left[p]] = edge
+    prev_same[right[p]] = edge
+    # A feature is new on the edges below p when p is its first split on the path.
+    new = internal[nearest[internal] < 0]
+    return prev_same, _most_on_a_path(new, end, n), _most_on_a_path(internal, end, n)
+
+
+def _nearest_same_feature(internal, feature, end, n):
+    """For each internal node (preorder), its nearest ancestor splitting on the same
+    feature, -1 if none (an array over all ``n`` nodes).
+
+    The subtrees ``internal[i] .. end[i] - 1`` of one feature's nodes nest like
+    parentheses. Sorted by (feature, position), the events "subtree starts" (+1)
+    and "subtree ends" (-1) sum to each node's level: its number of ancestors on
+    its feature. The nearest one is the last node before it, in that order,
+    one level up (any node between them lies in that ancestor's subtree, deeper).
+    """
+    group = feature * (n + 1)
+    events = np.concatenate([(group + internal) * 2 + 1, (group + end) * 2])  # ends first
+    if len(events) and events.max() < 2**31:  # (int32 sorts twice as fast)
+        events = events.astype(np.int32)
+    events.sort()
+    is_start = events & 1
+    at = np.flatnonzero(is_start)
+    level = np.cumsum(2 * is_start - 1)[at] - 1
+    node = (events[at] >> 1) % (n + 1)
+    # Each start goes twice into one list, in event order: as an item on its own
+    # level and as a query on the level above. A stable sort by level keeps the
+    # event order within a level, so a query's answer is the last item before
+    # it: a running maximum of the items' codes (level * m + index).
+    m = len(at)
+    bucket = np.empty(2 * m, dtype=np.min_scalar_type(int(level.max(initial=0)) + 1))
+    bucket[0::2] = level + 1
+    bucket[1::2] = level
+    by_level = np.argsort(bucket, kind="stable")
+    is_query = (by_level & 1) == 1
+    code = np.where(is_query, -1, bucket[by_level].astype(np.int64) * m + (by_level >> 1))
+    answer = np.maximum.accumulate(code)[is_query] % m
+    query = by_level[is_query] >> 1
+    nearest = np.full(n, -1, dtype=np.int64)
+    has = level[query] > 0
+    nearest[node[query[has]]] = node[answer[has]]
+    return nearest
+
+
+def _most_on_a_path(nodes, end, n):
+    """The most ``nodes`` (internal, preorder) on one root-to-leaf path.
+
+    Node a is a strict ancestor of k iff ``a < k < end[a]``, so the number of
+    ``nodes`` above k is a running sum of +1 at ``a + 1`` and -1 at ``end[a]``.
+    """
+    change = np.bincount(nodes + 1, minlength=n + 1) - np.bincount(end[nodes], minlength=n + 1)
+    return int(np.cumsum(change).max(initial=0))
+
+
+def _category_bitsets(categories, nodes, rows, n_nodes, model_type):
+    """``cat_start``, ``cat_words`` and ``cat_bitsets`` of the categorical ``nodes``.
+
+    ``nodes``: ascending; node ``nodes[i]``'s set is ``categories[rows[i]]``
+    (empty if absent). Each node gets ``max // 32 + 1`` uint32 words (one if
+    its set is empty), in node order.
+    """
+    cat_start = np.zeros(n_nodes, dtype=np.int64)
+    cat_words = np.zeros(n_nodes, dtype=np.int64)
+    if len(nodes) == 0:
+        return cat_start, cat_words, np.zeros(1, dtype=np.uint32)
+    # (a Python loop over the categorical nodes only: their sets come as a dict)
+    sets = [np.asarray(categories.get(int(k), ()), dtype=np.int64) for k in rows]
+    cats = np.concatenate(sets)
+    if np.any(cats < 0):
+        raise ValueError(f"{model_type}: negative category in a categorical split.")
+    owner = np.repeat(np.arange(len(nodes)), [len(c) for c in sets])
+    top = np.full(len(nodes), -1, dtype=np.int64)
+    np.maximum.at(top, owner, cats)
+    n_words = np.maximum(top // 32 + 1, 1)
+    start = np.cumsum(n_words) - n_words
+    bitsets = np.zeros(int(n_words.sum()), dtype=np.uint32)
+    np.bitwise_or.at(bitsets, start[owner] + cats // 32,
+                     np.uint32(1) << (cats % 32).astype(np.uint32))
+    cat_start[nodes] = start
+    cat_words[nodes] = n_words
+    return cat_start, cat_words, bitsets
+
+
+def _linear_arrays(linear_terms, position, n_nodes):
+    """``linear_start``, ``linear_feature`` and ``linear_coef`` in node order from
+    ``{row: (features, coefficients)}`` (row k is node ``position[k]``, or k
+    when ``position`` is None)."""
+    rows = np.fromiter(linear_terms, dtype=np.int64, count=len(linear_terms))
+    nodes = rows if position is None else position[rows]
+    rows, nodes = rows[np.argsort(nodes)], np.sort(nodes)
+    terms = [linear_terms[int(k)] for k in rows]
+    counts = np.zeros(n_nodes, dtype=np.int64)
+    counts[nodes] = [len(features) for features, _ in terms]
+    features = [np.asarray(f, dtype=np.int64) for f, _ in terms]
+    coefs = [np.asarray(c, dtype=np.float64) for _, c in terms]
+    return {
+        "linear_start": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        "linear_feature": np.concatenate(features) if features else np.zeros(0, np.int64),
+        "linear_coef": np.concatenate(coefs) if coefs else np.zeros(0),
+    }

@@ -105,18 +105,26 @@ def _allow_nan(estimator):
     return bool(get_tags(estimator).input_tags.allow_nan)
 
 
-def _tree_arrays(tree, value, output=0):
-    """TreeArrays of a ``sklearn.tree.Tree`` with the given leaf values."""
+def _stacked(trees, name):
+    """One field of several ``sklearn.tree.Tree`` objects, concatenated."""
+    return np.concatenate([getattr(tree, name) for tree in trees])
+
+
+def _tree_arrays(trees, value, output=0):
+    """The ``sklearn.tree.Tree`` objects ``trees`` stacked in one TreeArrays, with
+    ``value`` the leaf values of all their nodes (and ``output`` one per tree)."""
+    sizes = [tree.node_count for tree in trees]
     return TreeArrays(
-        children_left=tree.children_left,
-        children_right=tree.children_right,
-        default_left=tree.missing_go_to_left.astype(bool),
-        feature=tree.feature,
-        threshold=tree.threshold,
-        decision_type=np.full(tree.node_count, DECISION_LEQ, dtype=np.uint8),
-        cover=tree.weighted_n_node_samples,
+        children_left=_stacked(trees, "children_left"),
+        children_right=_stacked(trees, "children_right"),
+        default_left=_stacked(trees, "missing_go_to_left").astype(bool),
+        feature=_stacked(trees, "feature"),
+        threshold=_stacked(trees, "threshold"),
+        decision_type=np.full(sum(sizes), DECISION_LEQ, dtype=np.uint8),
+        cover=_stacked(trees, "weighted_n_node_samples"),
         value=value,
         output=output,
+        tree_start=np.concatenate([[0], np.cumsum(sizes)]),
     )
 
 
@@ -127,23 +135,24 @@ def _criterion_objective(criterion):
     return "squared_error" if criterion in ("squared_error", "friedman_mse") else str(criterion)
 
 
-def _classifier_leaf_values(estimator):
-    """Leaf class probabilities exactly as ``predict_proba`` of one tree forms them."""
-    value = estimator.tree_.value[:, 0, :].astype(np.float64)
+def _classifier_leaf_values(value):
+    """Leaf class probabilities exactly as ``predict_proba`` of a tree forms them
+    from its ``tree_.value[:, 0, :]`` (node rows of any trees)."""
+    value = value.astype(np.float64)
     total = value.sum(axis=1, keepdims=True)
     return value / np.where(total == 0.0, 1.0, total)
 
 
 def _ensemble(model, trees, info, **kwargs):
-    """The TreeEnsemble of a scikit-learn model's trees: what every converter
-    reads the same way (the width, the class name, the feature names, the
-    number of trees and a classifier's classes) added to ``info`` and
-    ``kwargs`` (base value, averaging, ``x_float32``, objective)."""
-    info = {**info, "n_trees_total": len(trees)}
+    """The TreeEnsemble of a scikit-learn model's trees (one stacked TreeArrays):
+    what every converter reads the same way (the width, the class name, the
+    feature names, the number of trees and a classifier's classes) added to
+    ``info`` and ``kwargs`` (base value, averaging, ``x_float32``, objective)."""
+    info = {**info, "n_trees_total": len(trees.tree_start) - 1}
     if hasattr(model, "classes_"):
         info["classes"] = model.classes_
     return TreeEnsemble.from_trees(
-        trees, n_features=model.n_features_in_, model_type=type(model).__name__,
+        [trees], n_features=model.n_features_in_, model_type=type(model).__name__,
         feature_names=getattr(model, "feature_names_in_", None), info=info, **kwargs)
 
 
@@ -158,17 +167,18 @@ def _convert_forest(model):
             "predict_proba is a list of per-output arrays, which is not supported."
         )
     weight = 1.0 / len(estimators)
-    trees = []
-    for estimator in estimators:
-        if is_classifier(model):
-            value = _classifier_leaf_values(estimator)
-            if value.shape[1] != model.n_classes_:
+    trees = [estimator.tree_ for estimator in estimators]
+    if is_classifier(model):
+        for tree in trees:
+            if tree.value.shape[2] != model.n_classes_:
                 raise UnsupportedModelError(
-                    f"{name}: a tree has {value.shape[1]} classes, the model {model.n_classes_}."
+                    f"{name}: a tree has {tree.value.shape[2]} classes, the model "
+                    f"{model.n_classes_}."
                 )
-        else:
-            value = estimator.tree_.value[:, :, 0].astype(np.float64)
-        trees.append(_tree_arrays(estimator.tree_, value * weight))
+        value = _classifier_leaf_values(np.concatenate([tree.value[:, 0, :] for tree in trees]))
+    else:
+        value = np.concatenate([tree.value[:, :, 0] for tree in trees]).astype(np.float64)
+    trees = _tree_arrays(trees, value * weight)
     info = {
         # Forests validate X with the tags of their first tree.
         "allow_nan": _allow_nan(estimators[0]),
@@ -198,11 +208,10 @@ def _convert_gradient_boosting(model):
     base_value = model._raw_predict_init(np.zeros((1, model.n_features_in_)))[0]
     n_stages = model.n_estimators_
     learning_rate = float(model.learning_rate)
-    trees = [
-        _tree_arrays(estimator.tree_, estimator.tree_.value[:, 0, :1] * learning_rate, output=k)
-        for stage in model.estimators_[:n_stages]
-        for k, estimator in enumerate(stage)
-    ]
+    stages = model.estimators_[:n_stages]
+    trees = [estimator.tree_ for stage in stages for estimator in stage]
+    value = np.concatenate([tree.value[:, 0, :1] for tree in trees]) * learning_rate
+    trees = _tree_arrays(trees, value, output=np.tile(np.arange(stages.shape[1]), n_stages))
     info = {
         "allow_nan": _allow_nan(model),
         "float32_overflow": "error",
@@ -250,8 +259,8 @@ def _hist_columns(model):
     return column, categories
 
 
-def _hist_tree(predictor, column, categories, output):
-    """TreeArrays of one HGB ``TreePredictor``.
+def _hist_trees(predictors, outputs, column, categories):
+    """HGB's ``TreePredictor`` objects stacked in one TreeArrays.
 
     HGB sends a categorical value to the missing-value side when it is NaN,
     negative or not a known category; known categories outside the left bitset
@@ -259,7 +268,8 @@ def _hist_tree(predictor, column, categories, output):
     unlisted categories right, so when the missing side is left the children
     are swapped and the listed set is the complement among known categories.
     """
-    nodes = predictor.nodes
+    nodes = np.concatenate([predictor.nodes for predictor in predictors])
+    tree_start = np.concatenate([[0], np.cumsum([len(p.nodes) for p in predictors])])
     leaf = nodes["is_leaf"].astype(bool)
     left = np.where(leaf, -1, nodes["left"].astype(np.int64))
     right = np.where(leaf, -1, nodes["right"].astype(np.int64))
@@ -268,7 +278,8 @@ def _hist_tree(predictor, column, categories, output):
     decision = np.where(categorical, DECISION_CATEGORICAL, DECISION_LEQ).astype(np.uint8)
     feature = np.where(leaf, 0, nodes["feature_idx"])
     sets = {}
-    for k in np.flatnonzero(categorical):
+    for k in np.flatnonzero(categorical):  # (categorical nodes only)
+        predictor = predictors[np.searchsorted(tree_start, k, side="right") - 1]
         known = categories[feature[k]]
         words = predictor.raw_left_cat_bitsets[nodes["bitset_idx"][k]]
         codes = np.arange(len(known))
@@ -288,18 +299,17 @@ def _hist_tree(predictor, column, categories, output):
         cover=nodes["count"].astype(np.float64),
         value=nodes["value"].reshape(-1, 1),
         categories=sets,
-        output=output,
+        output=outputs,
+        tree_start=tree_start,
     )
 
 
 def _convert_hist_gradient_boosting(model):
     """HistGradientBoosting: ``_baseline_prediction`` plus every predictor's leaves."""
     column, categories = _hist_columns(model)
-    trees = [
-        _hist_tree(predictor, column, categories, output=k)
-        for iteration in model._predictors
-        for k, predictor in enumerate(iteration)
-    ]
+    predictors = [predictor for iteration in model._predictors for predictor in iteration]
+    outputs = [k for iteration in model._predictors for k in range(len(iteration))]
+    trees = _hist_trees(predictors, outputs, column, categories)
     loss = model.loss if isinstance(model.loss, str) else type(model.loss).__name__
     info = {
         "allow_nan": _allow_nan(model),
@@ -327,13 +337,19 @@ def _average_path_length(n):
     return out
 
 
-def _node_depths(tree):
-    """Depth of every node of a ``sklearn.tree.Tree`` (root 0)."""
-    depth = np.zeros(tree.node_count, dtype=np.int64)
-    for node in range(tree.node_count):  # children come after their parent
-        for child in (tree.children_left[node], tree.children_right[node]):
-            if child >= 0:
-                depth[child] = depth[node] + 1
+def _node_depths(trees):
+    """Depth of every node of stacked trees (TreeArrays, root 0), level by level
+    for all trees at once."""
+    base = np.repeat(trees.tree_start[:-1], np.diff(trees.tree_start))
+    internal = trees.children_left >= 0
+    left = np.where(internal, trees.children_left + base, -1)
+    right = np.where(internal, trees.children_right + base, -1)
+    depth = np.zeros(len(left), dtype=np.int64)
+    level, d = trees.tree_start[:-1], 0
+    while len(level):
+        depth[level] = d
+        level = level[left[level] >= 0]
+        level, d = np.concatenate([left[level], right[level]]), d + 1
     return depth
 
 
@@ -348,21 +364,23 @@ def _convert_isolation_forest(model):
     here; covers are ``weighted_n_node_samples``.
     """
     weight = 1.0 / len(model.estimators_)
-    trees = []
-    for estimator, columns in zip(model.estimators_, model.estimators_features_):
-        tree = estimator.tree_
-        leaf = tree.children_left < 0
-        value = np.where(leaf, _node_depths(tree) + _average_path_length(tree.n_node_samples),
-                         0.0)
-        arrays = _tree_arrays(tree, value[:, None] * weight)
-        columns = np.asarray(columns)
-        arrays.feature = np.where(leaf, tree.feature, columns[np.maximum(tree.feature, 0)])
-        trees.append(arrays)
+    trees = [estimator.tree_ for estimator in model.estimators_]
+    arrays = _tree_arrays(trees, None)
+    leaf = arrays.children_left < 0
+    value = np.where(leaf, _node_depths(arrays) + _average_path_length(
+        _stacked(trees, "n_node_samples")), 0.0)
+    arrays.value = value[:, None] * weight
+    # Each tree's feature j is column columns[j] of X: one table of all trees' columns.
+    columns = [np.asarray(c) for c in model.estimators_features_]
+    first = np.concatenate([[0], np.cumsum([len(c) for c in columns])])[:-1]
+    offset = np.repeat(first, np.diff(arrays.tree_start))
+    arrays.feature = np.where(leaf, arrays.feature,
+                              np.concatenate(columns)[offset + np.maximum(arrays.feature, 0)])
     info = {
         "allow_nan": _allow_nan(model.estimators_[0]),
         "float32_overflow": "error",  # score_samples validates X as float32
         "output": "mean path length (depth + c(leaf size)), averaged over trees",
         "max_samples": int(model.max_samples_),
     }
-    return _ensemble(model, trees, info, base_value=np.zeros(1), averaging=True,
+    return _ensemble(model, arrays, info, base_value=np.zeros(1), averaging=True,
                      x_float32=True, objective="isolation_path_length")
