@@ -26,6 +26,7 @@ from .attributions import (
 )
 from .interactions import InteractionSummary, shap_interaction_summary, shap_interaction_values
 from .explanation import Explanation, explain
+from .explainer import TreeExplainer
 from ._estimators import (
     PiecewiseLinearExplainer,
     ShapleyR2Importance,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "TreeEnsemble",
+    "TreeExplainer",
     "UnsupportedModelError",
     "to_ensemble",
     "shap_values",

@@ -12,6 +12,8 @@ Pipeline; the public boundaries call :func:`unwrap` (model and rows) or
 Layer: public functions (the boundary's Pipeline unwrapping). Imports ``_model``,
 ``_validation`` and ``_execution.dask``; never a public function module or an estimator.
 """
+import copy
+
 import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
@@ -21,7 +23,7 @@ from ._execution import dask as _dask
 from ._model import TreeEnsemble, UnsupportedModelError, is_tree_model
 from ._validation import column_names
 
-__all__ = ["is_pipeline", "final_step", "last_step", "unwrap", "transform",
+__all__ = ["is_pipeline", "explained_model", "with_last_step", "final_step", "last_step", "unwrap", "transform",
            "transformed_names", "has_transformers", "ends_in_tree_model"]
 
 
@@ -71,6 +73,7 @@ def final_step(model):
         :func:`~sklearn_r2shap.to_ensemble` cannot read; the message names the
         step.
     """
+    model = explained_model(model)
     if not is_pipeline(model):
         return model
 
@@ -139,6 +142,21 @@ def transformed_names(model, X=None):
     except Exception:  # a step without get_feature_names_out, or names it refuses
         names = getattr(last, "feature_names_in_", None)
         return None if names is None else np.asarray(names, dtype=object)
+
+
+def explained_model(model):
+    """What a prepared explainer (:class:`~sklearn_r2shap.TreeExplainer`, known
+    by its ``__sklearn_r2shap_model__`` method) explains -- its ensemble, or a
+    Pipeline ending in it -- else ``model``."""
+    prepared = getattr(model, "__sklearn_r2shap_model__", None)
+    return model if prepared is None else prepared()
+
+
+def with_last_step(pipeline, step):
+    """A Pipeline of copies of ``pipeline``'s transformers (nested ones
+    flattened) and ``step`` as its last step."""
+    transformers, (name, _) = _steps(pipeline)
+    return Pipeline([(n, copy.deepcopy(t)) for n, t in transformers] + [(name, step)])
 
 
 def unwrap(model, X):

@@ -23,7 +23,7 @@ import numpy as np
 from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
-from ._model import explainable_ensemble
+from ._model import explainable_ensemble, is_prepared, prepare_ensemble
 from ._validation import check_rows, column_names, n_rows_features, resolve_n_jobs
 
 __all__ = ["Call", "prepare", "split_row_argument"]
@@ -120,7 +120,7 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
 
     Parameters
     ----------
-    model : fitted tree model, TreeEnsemble or Pipeline ending in one
+    model : fitted tree model, TreeEnsemble, Pipeline ending in one, or TreeExplainer
     X : array-like, DataFrame, sparse matrix or dask collection of rows
     groups : mapping or "input", optional
         Feature groups as players (``_groups.players``).
@@ -141,6 +141,7 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     Call
     """
     verbose = _local.check_verbose(verbose)
+    model = _pipeline.explained_model(model)  # a prepared explainer: its ensemble
     is_dask = _dask.is_dask_collection(X)
     if is_dask and in_memory is not None:
         raise ValueError(in_memory)
@@ -160,7 +161,10 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     if groups is not None:
         player, players = _groups.players(model, groups, ensemble.n_features, names,
                                           input_names, n_inputs)
-        ensemble = ensemble.with_players(player)
+        # kept with the ensemble (a prepared explainer's groups: its own plans)
+        grouped = ensemble.cached(("players", player.tobytes()),
+                                  lambda: ensemble.with_players(player))
+        ensemble = prepare_ensemble(grouped) if is_prepared(ensemble) else grouped
     if is_dask:
         _dask._import_dask()  # says how to install it
         _dask.check_rows_lazily(ensemble, X)

@@ -9,6 +9,7 @@ attributes, never imported).
 
 Layer: ground floor.
 """
+import functools
 import numbers
 import os
 
@@ -345,6 +346,12 @@ def check_row_weights(weight, n_rows, name="sample_weight", *, some_positive=Tru
     return np.ascontiguousarray(weight)
 
 
+@functools.lru_cache(maxsize=None)
+def _n_cpus():
+    """The cores (asked once: ``os.cpu_count`` takes tens of microseconds here)."""
+    return os.cpu_count() or 1
+
+
 def resolve_n_jobs(n_jobs):
     """OpenMP thread count: None or -1 -> all cores, -k -> all but k-1.
 
@@ -352,7 +359,7 @@ def resolve_n_jobs(n_jobs):
     ``n_jobs`` (a float such as 1.5 is refused, not truncated); more threads
     than cores are capped at the number of cores (the kernels are CPU-bound).
     """
-    n_cpus = os.cpu_count() or 1
+    n_cpus = _n_cpus()
     if n_jobs is None:
         return n_cpus
     if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, (bool, np.bool_)):

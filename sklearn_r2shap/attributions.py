@@ -95,14 +95,13 @@ def path_dependent_semivalues(call, rule_of, desc, *, route=None):
     ensemble's rule for degree ``n_path_features - 1``; trees and leaves of
     fewer distinct path features take smaller rules)."""
     ensemble = call.ensemble
-    points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
-    points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
     if call.dask:  # the ensemble is the graph's one key; tables per block
+        points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
+        points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
         extra = dict(points=points, weights=weights, rule_of=rule_of, route=route)
         seconds_per_row = semivalue_seconds(ensemble, len(points))
-    else:  # the pattern tables are built once for all of X's rows
-        game = _games.SemivalueGame(ensemble, points, weights, call.n_rows, rule_of=rule_of,
-                                    route=route)
+    else:  # the game's plan is kept with the ensemble; tables built once for X's rows
+        game = _games.semivalue_game(ensemble, rule_of, call.n_rows, route=route)
         extra = dict(game=game)
         seconds_per_row = game.seconds_per_row()
     return map_rows(call, _games.uniform_semivalues,

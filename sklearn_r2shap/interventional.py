@@ -28,11 +28,14 @@ Layer: public functions. Imports ``_prepare``, ``_games``, ``_execution``
 and the ground floor; never another public module or an estimator.
 """
 
+import hashlib
 import math
 
 from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows
 from ._games.interventional import InterventionalGame, game_values
+from ._games.semivalues import PREPARED_ROWS
+from ._model import is_prepared
 from ._prepare import prepare
 from ._validation import resolve_n_jobs
 
@@ -97,8 +100,16 @@ def values_of(call, kind, parameters, *, desc="Interventional values", route=Non
     # a dask X: built once here (on n_jobs threads of this machine, None: all
     # its cores) and shipped with the graph, for any number of rows
     n_threads = resolve_n_jobs(call.n_jobs) if call.dask else call.n_threads
-    game = InterventionalGame(ensemble, call.background, kind, parameters,
-                              math.inf if call.dask else call.n_rows, n_threads, route=route)
+    if is_prepared(ensemble) and not call.dask:
+        # an explainer's: the background summarised once, for many rows, and kept
+        key = ("interventional game", kind, tuple(parameters), route,
+               hashlib.blake2b(call.background.tobytes(), digest_size=16).digest(),
+               call.background.shape)
+        game = ensemble.cached(key, lambda: InterventionalGame(
+            ensemble, call.background, kind, parameters, PREPARED_ROWS, n_threads, route=route))
+    else:
+        game = InterventionalGame(ensemble, call.background, kind, parameters,
+                                  math.inf if call.dask else call.n_rows, n_threads, route=route)
     if call.dask and len(game.groups) == 1:
         game._summary(0, n_threads)
     # a summary group's tables are rebuilt per block when there are several:

@@ -39,7 +39,7 @@ LAYERS = {
     "_execution": 4,
     # the public functions and their helpers at the boundary
     "attributions": 5, "decomposition": 5, "piecewise": 5, "ranking": 5, "shapflex": 5,
-    "metrics": 5, "interventional": 5, "interactions": 5, "explanation": 5,
+    "metrics": 5, "interventional": 5, "interactions": 5, "explanation": 5, "explainer": 5,
     "_groups": 5, "_pipeline": 5, "_prepare": 5,
     # the estimators (which call the public functions) and their helpers
     "_estimators": 6,

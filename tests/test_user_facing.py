@@ -64,10 +64,11 @@ def test_readme_commands_are_run_verbatim_by_ci():
 
 def test_readme_array_block_runs_without_pandas():
     """The README's blocks on arrays run on the bare install (no pandas)."""
-    (block,) = [b for b in readme_blocks("python") if "from sklearn_r2shap import shap_values" in b]
+    (block,) = [b for b in readme_blocks("python")
+                if "from sklearn_r2shap import TreeExplainer, shap_values" in b]
     assert "as_frame" not in block
     out = run_bare(block + "\nprint('DONE', type(X).__name__)")
-    assert "(442, 11) True" in out and "DONE ndarray" in out
+    assert "(442, 10) True" in out and "DONE ndarray" in out
 
 
 def test_main_command_without_pandas_explains_and_ranks():

@@ -15,7 +15,8 @@ import numpy as np
 
 from .._kernels import _interactions, _semivalues
 from .._numerics import DyadicSum, beta_quadrature
-from .semivalues import expected_values
+from .._model import is_prepared
+from .semivalues import PREPARED_ROWS, expected_values
 
 __all__ = ["InteractionGame", "game_values", "interaction_sums", "ROUTES"]
 
@@ -45,9 +46,10 @@ def _rules(max_dim):
     return cat(points), cat(weights), np.asarray(rule_start, dtype=np.int64)
 
 
-def _plan(ensemble, structure, n_rows, route=None):
+def _plan(ensemble, structure, n_rows, route=None, budget=None):
     """Which trees are tabulated (in groups of leaves) and which go row by row
-    (``route``: None by cost, else every feasible tree or none)."""
+    (``route``: None by cost, else every feasible tree or none; ``budget``:
+    at most this many table entries in all, trees taken in order)."""
     leaf_dim = structure["leaf_dim"]
     tree_leaf_start = structure["tree_leaf_start"]
     n_packed = leaf_dim * (leaf_dim + 1) // 2
@@ -69,6 +71,8 @@ def _plan(ensemble, structure, n_rows, route=None):
         tabulate = np.zeros(ensemble.n_trees, dtype=bool)
     else:
         tabulate = feasible & cheaper
+    if budget is not None:
+        tabulate &= np.cumsum(np.where(tabulate, tree_entries, 0)) <= budget
     groups, group, size = [], [], 0
     for t in np.flatnonzero(tabulate):
         group.append(t)
@@ -99,6 +103,19 @@ def _tables(ensemble, structure, group, entries):
     return leaves, table_start, scale
 
 
+def _row_independent(ensemble):
+    """(pattern structure, rules, packed offsets, expected values, rows per
+    table block) of an ensemble."""
+    structure = _semivalues.pattern_structure(ensemble)
+    rule = _rules(int(np.max(structure["leaf_dim"], initial=0)))
+    width = ensemble.n_features + 1
+    offsets = _interactions.packed_offsets(structure, width)
+    expected = np.ascontiguousarray(expected_values(ensemble), dtype=np.float64)
+    # rows per block of the table route: their matrices stay in a core's cache
+    block = int(min(64, max(1, (1 << 15) // (ensemble.n_outputs * width * width))))
+    return structure, rule, offsets, expected, block
+
+
 class InteractionGame:
     """The plan of one call: the trees by route, the quadrature rules, the
     tables (built at the first block, kept for the next ones within
@@ -117,17 +134,20 @@ class InteractionGame:
         if route is not None and route not in ROUTES:
             raise ValueError(f"route must be None or one of {ROUTES}, got {route!r}.")
         self.ensemble = ensemble
-        self.structure = structure = _semivalues.pattern_structure(ensemble)
-        self.rule = _rules(int(np.max(structure["leaf_dim"], initial=0)))
-        self.by_rows, self.groups, self.entries = _plan(ensemble, structure, n_rows, route)
-        width = ensemble.n_features + 1
-        # rows per block of the table route: their matrices stay in a core's cache
-        self.block = int(min(64, max(1, (1 << 15) // (ensemble.n_outputs * width * width))))
-        self.offsets = _interactions.packed_offsets(structure, width)
-        self.expected = np.ascontiguousarray(expected_values(ensemble), dtype=np.float64)
+        # what depends on the ensemble alone is kept with it
+        self.structure, self.rule, self.offsets, self.expected, self.block = ensemble.cached(
+            "interaction game", lambda: _row_independent(ensemble))
+        structure = self.structure
+        # a prepared explainer's plan: for many rows, within the tables kept,
+        # whatever the rows of a call (a row's values do not depend on them)
+        fixed = is_prepared(ensemble) and route is None
+        self.by_rows, self.groups, self.entries = _plan(
+            ensemble, structure, PREPARED_ROWS if fixed else n_rows, route,
+            budget=_TABLE_CACHE_ENTRIES if fixed else None)
         self.keep = sum(int(self.entries[_group_leaves(structure, g)].sum())
                         for g in self.groups) <= _TABLE_CACHE_ENTRIES
-        self._tables = {}
+        self._tables = (ensemble.cached(("interaction tables", tuple(map(tuple, self.groups))),
+                                        dict) if fixed else {})
 
     def tables(self, g, n_threads):
         """(tables, start of each leaf's table) of tree group ``g``."""

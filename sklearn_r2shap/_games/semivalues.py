@@ -9,6 +9,7 @@ returns an array with one row per input row.
 
 Layer: games. Imports the ground floor, ``_model`` and ``_kernels``.
 """
+import functools
 import heapq
 import math
 from fractions import Fraction
@@ -18,15 +19,26 @@ import numpy as np
 
 from .._errors import UnsupportedModelError
 from .._kernels import _predict, _saabas, _semivalues, _treeprob
+from .._model import is_prepared
 from .._numerics import _gauss_legendre
 
-__all__ = ["SemivalueGame", "uniform_semivalues", "treeprob_values", "saabas", "predict_raw", "expected_values",
+__all__ = ["SemivalueGame", "semivalue_game", "uniform_semivalues", "treeprob_values", "saabas", "predict_raw", "expected_values",
            "with_expected_value"]
+
+
+def node_means(ensemble):
+    """Each node's cover-weighted mean of the leaf values below it (kept with
+    the ensemble)."""
+    return ensemble.cached("node_means", lambda: _predict.node_means(ensemble))
 
 
 def expected_values(ensemble):
     """v_x(empty): the base value plus each tree's cover-weighted mean, per output."""
-    means = _predict.node_means(ensemble)[ensemble.tree_start[:-1]]
+    return ensemble.cached("expected_values", lambda: _expected_values(ensemble)).copy()
+
+
+def _expected_values(ensemble):
+    means = node_means(ensemble)[ensemble.tree_start[:-1]]
     expected = ensemble.base_value.copy()
     if ensemble.n_values == 1:
         np.add.at(expected, ensemble.tree_output, means[:, 0])
@@ -58,6 +70,9 @@ _MAX_TABLE_DIM = 30
 # tree tabulated, none, or "mixed" (the leaves of up to the median d of each
 # tree tabulated, at least the deepest ones by quadrature).
 ROUTES = ("tables", "quadrature", "mixed")
+# The rows a prepared explainer's game plans its routes for (tables for a call
+# of this many rows, built once and kept for every call).
+PREPARED_ROWS = 100_000
 # Seconds of one unit of :meth:`SemivalueGame.curves` on one thread.
 _SECONDS_PER_CURVE_UNIT = 0.5e-9
 
@@ -93,15 +108,46 @@ class SemivalueGame:
         self.rules = self._rules(rule_of)
         self._structure = None
         self._curves = {}
-        self._parts = {}
+        # shared by the copies of :meth:`for_rows`, the last of each kept:
+        # "part" (routes, part), "tables" (resident routes, tables, starts),
+        # "resident" {n_rows: routes}
+        self._kept = {}
         self._resident = None  # (routes, tables, start_by_unit) once built
+        self._fixed = None  # the routes of :meth:`for_rows` with ``fixed``
         self._lock = threading.Lock()
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_resident"] = state["_lock"] = None
-        state["_parts"], state["_curves"] = {}, {}
+        state["_kept"], state["_curves"] = {}, {}
         return state
+
+    def for_rows(self, n_rows, *, fixed=False):
+        """This game for a call of ``n_rows`` rows: a copy that shares the
+        row-independent plan (structure, cost curves, rules) and what was kept
+        of earlier calls (the quadrature part of the last routes, the last
+        resident tables); the routes it takes, and so its values, are those
+        of a game made anew for ``n_rows`` rows.
+
+        ``fixed`` (a prepared explainer's game): every tree takes, whatever
+        ``n_rows``, the route it would take in a call of
+        :data:`PREPARED_ROWS` rows (its tables built at the first call and
+        kept), so that a row's values do not depend on the other rows of
+        its call or on earlier calls."""
+        self.curves()
+        game = object.__new__(SemivalueGame)  # not copy.copy: __getstate__ drops the plan
+        game.__dict__.update(self.__dict__)
+        game.n_rows = n_rows
+        game._resident = None
+        game._lock = threading.Lock()
+        game._fixed = self._fixed_routes() if fixed else None
+        return game
+
+    def _fixed_routes(self):
+        kept = self._kept
+        if "fixed" not in kept:
+            kept["fixed"] = self.for_rows(PREPARED_ROWS).resident()
+        return kept["fixed"]
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -254,6 +300,12 @@ class SemivalueGame:
         depth-8 ensemble, 3 table blocks to share among the threads)."""
         curves = self.curves()
         n_rows = max(1, self.n_rows or 1)
+        if self._fixed is not None:  # the tables are kept: no building to share
+            kept = self._kept
+            if "fixed seconds" not in kept:
+                row = curves["row"][np.arange(self.ensemble.n_trees), self._fixed]
+                kept["fixed seconds"] = float(np.sum(row)) * _SECONDS_PER_CURVE_UNIT
+            return kept["fixed seconds"]
         forced = self.forced_routes()
         if forced is not None:
             trees = np.arange(self.ensemble.n_trees)
@@ -266,7 +318,17 @@ class SemivalueGame:
     def resident(self):
         """The routes of the trees whose tables are kept for every block (0
         elsewhere), within ``_RESIDENT_TABLE_ENTRIES`` entries: greedily by
-        work saved per entry, each tree moving to the route of best ratio."""
+        work saved per entry, each tree moving to the route of best ratio
+        (kept per number of rows)."""
+        kept = self._kept.setdefault("resident", {})
+        routes = kept.get(self.n_rows)
+        if routes is None:
+            if len(kept) >= 16:
+                kept.clear()
+            routes = kept[self.n_rows] = self._resident_routes()
+        return routes.copy()
+
+    def _resident_routes(self):
         curves = self.curves()
         n_trees = self.ensemble.n_trees
         entries = curves["entries"]
@@ -297,7 +359,11 @@ class SemivalueGame:
                 best = int(np.argmax(ratio))
                 heapq.heappush(heap, (-ratio[best], t, best, here))
 
-        for t in range(n_trees):
+        # a tree is pushed at all only if some route saves work from route 0
+        gain = cost[:, :1] - cost
+        start = (gain > 0) & (entries - entries[:, :1] <= budget) & np.isfinite(cost)
+        start[:, 0] = False
+        for t in np.flatnonzero(start.any(axis=1)):
             push(t)
         while heap:
             _, t, route, here = heapq.heappop(heap)
@@ -332,6 +398,16 @@ class SemivalueGame:
         start_by_unit[selected] = table_start[:-1]
         return tables, start_by_unit
 
+    def _resident_tables(self, resident, n_threads):
+        """:meth:`_tables` of the resident routes, those of the last call
+        reused when its routes were the same."""
+        key = resident.tobytes()
+        last_key, tables = self._kept.get("tables", (None, None))
+        if last_key != key:
+            tables = self._tables(resident, np.flatnonzero(resident), n_threads)
+            self._kept["tables"] = (key, tables)
+        return tables
+
     def _add_tabulated(self, X, trees, tables, table_start, phi, n_threads):
         structure = self.structure()
         _semivalues.pattern_semivalues(self.ensemble, X, structure, structure["units"],
@@ -341,8 +417,8 @@ class SemivalueGame:
     def _part(self, routes):
         """The parts of the trees left to the quadrature kernel on ``routes``."""
         key = routes.tobytes()
-        part = self._parts.get(key)
-        if part is None:
+        last_key, part = self._kept.get("part", (None, None))
+        if last_key != key:
             structure = self.structure()
             keep = np.zeros(self.ensemble.n_nodes, dtype=np.uint8)
             leaf_tree = np.searchsorted(structure["tree_leaf_start"],
@@ -350,7 +426,9 @@ class SemivalueGame:
             deep = structure["leaf_dim"] > routes[leaf_tree]
             keep[structure["leaf_node"][deep]] = 1
             part = _semivalues.part_nodes(self.ensemble, keep)
-            self._parts = {key: part}  # the last one only
+            # the trees with a part of more than one node (others add nothing)
+            part["trees"] = np.flatnonzero(np.diff(part["start"]) > 1).astype(np.int64)
+            self._kept["part"] = (key, part)  # the last one only
         return part
 
     def values(self, X, n_threads):
@@ -361,21 +439,26 @@ class SemivalueGame:
             return phi
         structure = self.structure()
         entries = self.curves()["entries"]
-        if self.n_rows is None:
+        if self._fixed is not None:
+            with self._lock:
+                resident = self._fixed
+                tables, start_by_unit = self._resident_tables(resident, n_threads)
+        elif self.n_rows is None:
             resident = np.zeros(ensemble.n_trees, dtype=np.int64)
         else:
             with self._lock:
                 if self._resident is None:  # kept for the next blocks
                     resident = self.resident()
-                    self._resident = (resident,) + self._tables(
-                        resident, np.flatnonzero(resident), n_threads)
+                    self._resident = (resident,) + self._resident_tables(resident, n_threads)
             resident, tables, start_by_unit = self._resident
-        routes = np.where(resident > 0, resident, self.routes(X.shape[0]))
+        routes = (resident if self._fixed is not None else
+                  np.where(resident > 0, resident, self.routes(X.shape[0])))
         part = self._part(routes)
-        quadrature = np.flatnonzero(np.diff(part["start"]) > 1).astype(np.int64)
         points, weights, sizes = self.rules
-        _semivalues.part_semivalues(ensemble, X, part, quadrature, structure["tree_max_dim"],
-                                    points, weights, sizes, phi, n_threads)
+        if len(part["trees"]):
+            _semivalues.part_semivalues(ensemble, X, part, part["trees"],
+                                        structure["tree_max_dim"], points, weights, sizes, phi,
+                                        n_threads)
         if np.any(resident > 0):
             self._add_tabulated(X, np.flatnonzero(resident), tables, start_by_unit, phi,
                                 n_threads)
@@ -389,6 +472,28 @@ class SemivalueGame:
                 self._add_tabulated(X, group, block_tables, block_start, phi, n_threads)
                 group, group_entries = [], 0
         return phi
+
+
+def _rule_key(rule_of):
+    """A key of a quadrature rule function: a ``functools.partial``'s function and
+    arguments, else the function itself."""
+    if isinstance(rule_of, functools.partial):
+        return (rule_of.func, rule_of.args, tuple(sorted(rule_of.keywords.items())))
+    return rule_of
+
+
+def semivalue_game(ensemble, rule_of, n_rows, route=None):
+    """The :class:`SemivalueGame` of ``rule_of``'s semivalue for ``n_rows`` rows;
+    its row-independent plan is kept with the ensemble, so that later calls on
+    the same ensemble skip it. On a prepared ensemble (:func:`is_prepared`:
+    an explainer's) its routes are fixed, its tables kept."""
+    def build():
+        points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
+        return SemivalueGame(ensemble, points, weights, rule_of=rule_of, route=route)
+
+    game = ensemble.cached(("semivalue game", _rule_key(rule_of), route), build)
+    return game.for_rows(n_rows, fixed=is_prepared(ensemble) and route is None)
+
 
 
 def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, route=None,
@@ -406,8 +511,7 @@ def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, rout
 
 def saabas(ensemble, X, *, n_threads):
     """Saabas contributions of every row, the expected value last."""
-    means = _predict.node_means(ensemble)
-    phi = _saabas.saabas(ensemble, X, means, n_threads)
+    phi = _saabas.saabas(ensemble, X, node_means(ensemble), n_threads)
     return with_expected_value(ensemble, phi)
 
 

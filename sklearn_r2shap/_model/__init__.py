@@ -14,7 +14,8 @@ from .._min_dependencies import check_library_version
 from ._ensemble import TreeArrays, TreeEnsemble
 from . import _catboost, _lightgbm, _sklearn, _xgboost
 
-__all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError"]
+__all__ = ["TreeArrays", "TreeEnsemble", "to_ensemble", "UnsupportedModelError",
+           "prepare_ensemble", "is_prepared"]
 
 #: The adapter of each library, by the top-level module of the model's class.
 _ADAPTERS = {"sklearn": _sklearn, "xgboost": _xgboost, "lightgbm": _lightgbm,
@@ -93,6 +94,19 @@ def to_ensemble(model, *, missing=None):
             )
         return adapter.convert(model, missing=missing)
     return adapter.convert(model)
+
+
+def prepare_ensemble(ensemble):
+    """Mark ``ensemble`` as a prepared explainer's (in place; returned): the
+    games played on it fix their routes for many rows and keep their tables
+    across calls (``_games.semivalues.SemivalueGame.for_rows``)."""
+    ensemble.cached("prepared", lambda: True)
+    return ensemble
+
+
+def is_prepared(ensemble):
+    """Whether :func:`prepare_ensemble` marked ``ensemble``."""
+    return ensemble.__dict__.get("_cache", {}).get("prepared", False)
 
 
 def explainable_ensemble(model):
