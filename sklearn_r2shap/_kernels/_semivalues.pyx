@@ -16,15 +16,15 @@
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.math cimport sqrt
+from libc.math cimport sqrt, isnan, INFINITY, NAN
 
 from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
 
 from ._forest cimport (
     Forest, Patterns, forest_from, patterns_from, path_factors, goes_left,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
+    Interrupt, interrupt_new, interrupted, interrupt_raise, DECISION_LEQ, DECISION_LT,
 )
 
 
@@ -433,6 +433,105 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
 # (one bit operation per node) and adds d numbers per leaf. The values are
 # those of the quadrature kernel above, reorganised.
 
+# A row's patterns at every node of a tree, for a few rows (few_rows_block):
+# internal node by internal node, its rule decides and both children's
+# patterns follow from its own. Per internal node, an InnerNode: the rule
+# as one comparison (x[column] < threshold goes left: x <= t is
+# x < nextafter(t, inf) for every x that is not NaN; NaN threshold: another
+# rule, goes_left), and per child the bit of its edge's feature, set where x
+# takes the edge and the feature is new on the path, cleared where x does
+# not take it and the feature is repeated (x then took its earlier edges,
+# or the bit is already clear).
+cdef struct InnerNode:
+    double threshold
+    uint32_t column
+    uint16_t node        # local indices in the tree
+    uint16_t left
+    uint16_t right
+    uint16_t unused
+    uint32_t set_left    # pattern |= set where x takes the edge,
+    uint32_t clear_left  # pattern &= ~clear where it does not
+    uint32_t set_right
+    uint32_t clear_right
+    uint32_t unused2
+
+
+cdef enum:
+    INNER_MAX_NODES = 65536  # larger trees: row_tree_patterns
+
+
+cdef extern from *:
+    """
+    #include <math.h>
+    #if defined(__GNUC__) || defined(__clang__)
+    #define r2shap_unordered(a, b) __builtin_isunordered((a), (b))
+    #else
+    #define r2shap_unordered(a, b) (isnan(a) || isnan(b))
+    #endif
+    static double r2shap_next_up(double t) { return nextafter(t, INFINITY); }
+    """
+    bint r2shap_unordered(double a, double b) noexcept nogil
+    double r2shap_next_up(double t) noexcept nogil
+
+
+cdef void edge_masks(const Forest* f, const int64_t* node_slot, int64_t child,
+                     uint32_t* set_mask, uint32_t* clear_mask) noexcept nogil:
+    cdef int64_t b = node_slot[child]
+    cdef uint32_t bit = (<uint32_t> 1) << b if b < 32 else 0  # slot >= 32: never read
+    set_mask[0] = bit if f.prev_same[child] < 0 else 0
+    clear_mask[0] = 0 if f.prev_same[child] < 0 else bit
+
+
+cdef object inner_nodes(const Forest* f, const int64_t* node_slot):
+    """(InnerNode records as bytes, tree_inner_start): every internal node
+    of every tree of at most INNER_MAX_NODES nodes, by tree, in node order
+    (a parent before its children)."""
+    cdef int64_t[::1] tree_inner = np.zeros(f.n_trees + 1, dtype=np.int64)
+    cdef int64_t t, start, n, k, j, count = 0
+    for t in range(f.n_trees):
+        start = f.tree_start[t]
+        n = f.tree_start[t + 1] - start
+        if n <= INNER_MAX_NODES:
+            for k in range(start, start + n):
+                count += f.left[k] >= 0
+        tree_inner[t + 1] = count
+    records = np.zeros(max(count, 1) * sizeof(InnerNode), dtype=np.uint8)
+    cdef uint8_t[::1] raw = records
+    cdef InnerNode* rec = <InnerNode*> &raw[0]
+    cdef double th
+    cdef uint8_t kind
+    cdef int64_t i = 0
+    with nogil:
+        for t in range(f.n_trees):
+            start = f.tree_start[t]
+            n = f.tree_start[t + 1] - start
+            if n > INNER_MAX_NODES:
+                continue
+            for k in range(start, start + n):
+                if f.left[k] < 0:
+                    continue
+                j = f.route_feature[k]
+                kind = f.decision[k]
+                th = f.threshold[k]
+                if kind == DECISION_LEQ:
+                    th = r2shap_next_up(th)
+                if (j < 0 or (j >> 31) != 0 or (kind != DECISION_LEQ and kind != DECISION_LT)
+                        or th != th or th == INFINITY):  # x < inf is not x <= inf
+                    th = NAN
+                    j = 0
+                rec[i].threshold = th
+                rec[i].column = <uint32_t> j
+                rec[i].node = <uint16_t> (k - start)
+                rec[i].left = <uint16_t> (f.left[k] - start)
+                rec[i].right = <uint16_t> (f.right[k] - start)
+                rec[i].unused = 0
+                rec[i].unused2 = 0
+                edge_masks(f, node_slot, f.left[k], &rec[i].set_left, &rec[i].clear_left)
+                edge_masks(f, node_slot, f.right[k], &rec[i].set_right, &rec[i].clear_right)
+                i += 1
+    return records, np.asarray(tree_inner)
+
+
 def pattern_structure(ens):
     """Row-independent path structure of every tree.
 
@@ -442,7 +541,8 @@ def pattern_structure(ens):
     ``leaf_ratio`` (feature and R of each bit), ``leaf_edge`` (global index
     of the node the feature's deepest edge on the path leads to, where a row's
     X is read), ``tree_leaf_start``, and per node ``node_below_dim``, the
-    largest d of the leaves below it.
+    largest d of the leaves below it; ``inner_nodes`` and ``tree_inner_start``
+    (``inner_nodes``: ``pattern_semivalues``' patterns for a few rows).
     """
     cdef Forest f = forest_from(ens)
     cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
@@ -495,11 +595,13 @@ def pattern_structure(ens):
                     leaf_edge[start_v[v] + slot] = c
                 c = f.parent[c]
     tree_leaf_start = np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(np.int64)
+    inner, tree_inner = inner_nodes(&f, &node_slot[0])
     return {
         "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
         "leaf_feature_start": leaf_feature_start, "leaf_feature": np.asarray(leaf_feature),
         "leaf_ratio": np.asarray(leaf_ratio), "leaf_edge": np.asarray(leaf_edge),
         "tree_leaf_start": tree_leaf_start, "node_below_dim": np.asarray(below),
+        "inner_nodes": inner, "tree_inner_start": tree_inner,
     }
 
 
@@ -614,6 +716,7 @@ cdef enum:
     BLOCK_ROWS = 512  # rows sharing a unit's table while in cache
     SUB = 64          # rows whose patterns are computed together
     BLOCKS_PER_THREAD = 4
+    FEW_ROWS = 8      # blocks of at most this many rows take few_rows_block
 
 
 cpdef int64_t pattern_block_rows(int64_t n_rows, int n_threads) noexcept nogil:
@@ -675,6 +778,292 @@ cdef void sub_patterns(
                 left_taken[kk * SUB + r] = goes_left(f, k, X + r * stride)
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define r2shap_prefetch(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+    #include <xmmintrin.h>
+    #define r2shap_prefetch(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+    #else
+    #define r2shap_prefetch(p) ((void)(p))
+    #endif
+    """
+    void r2shap_prefetch(const void* p) noexcept nogil
+
+
+cdef inline void row_tree_patterns(
+    const Forest* f, int64_t start, int64_t n, const double* x, const int64_t* node_slot,
+    uint8_t* left_taken, uint32_t* pattern,
+) noexcept nogil:
+    """sub_patterns for one row: ``pattern[k]``, ``left_taken[k]`` (local
+    node k), the same patterns (for structures without InnerNode records,
+    and trees of more than INNER_MAX_NODES nodes). A leaf's decision is
+    computed too (never read): no branch on the node's kind. Nodes of slot
+    32 or more are skipped. The arrays are read through local pointers: a
+    store into ``left_taken`` (bytes) could otherwise change ``f``'s fields."""
+    cdef const int64_t* parent = f.parent + start
+    cdef const int64_t* left = f.left + start
+    cdef const int64_t* prev_same = f.prev_same + start
+    cdef const int64_t* route = f.route_feature + start
+    cdef const uint8_t* decision = f.decision + start
+    cdef const double* threshold = f.threshold + start
+    cdef const int64_t* slot = node_slot + start
+    cdef int64_t kk, p, b, j
+    cdef uint32_t above, bit, keep
+    cdef double v
+    cdef uint8_t kind
+    left_taken[0] = goes_left(f, start, x)
+    pattern[0] = 0
+    for kk in range(1, n):
+        p = parent[kk] - start
+        b = slot[kk]
+        if b >= 32:  # only on paths to leaves left to the quadrature kernel
+            continue
+        above = pattern[p]
+        bit = left_taken[p] == (left[p] == kk + start)
+        keep = (above >> b) | (prev_same[kk] < 0)  # repeated: x took the earlier edges
+        pattern[kk] = (above & ~((<uint32_t> 1) << b)) | ((bit & keep) << b)
+        j = route[kk]  # goes_left, its numeric cases first
+        v = x[j if j >= 0 else 0]
+        kind = decision[kk]
+        if kind == DECISION_LT and v == v:
+            left_taken[kk] = v < threshold[kk]
+        elif kind == DECISION_LEQ and v == v:
+            left_taken[kk] = v <= threshold[kk]
+        elif left[kk] >= 0:  # other rules (next_node) at internal nodes only
+            left_taken[kk] = goes_left(f, start + kk, x)
+        else:
+            left_taken[kk] = 0
+
+
+cdef inline void inner_tree_patterns(
+    const Forest* f, int64_t start, const InnerNode* inner, int64_t n_inner, const double* x,
+    uint32_t* pattern, const double* const* lines, int64_t n_lines,
+) noexcept nogil:
+    """row_tree_patterns from the tree's InnerNode records: the same
+    patterns at every node whose path has at most 32 distinct features
+    (others: unspecified, never read), with one comparison per internal node
+    and no branch but for NaN and other rules. The cache lines
+    ``lines[:n_lines]`` are prefetched meanwhile, one per internal node."""
+    cdef int64_t i
+    cdef uint32_t above, go
+    cdef double v
+    cdef const InnerNode* rec
+    pattern[0] = 0
+    for i in range(n_inner):
+        if i < n_lines:
+            r2shap_prefetch(lines[i])
+        rec = inner + i
+        v = x[rec.column]
+        above = pattern[rec.node]
+        if r2shap_unordered(v, rec.threshold):  # NaN x, or another rule
+            go = goes_left(f, start + rec.node, x)
+        else:
+            go = v < rec.threshold
+        go = 0 - go  # all ones where x goes left
+        pattern[rec.left] = (above | (rec.set_left & go)) & ~(rec.clear_left & ~go)
+        pattern[rec.right] = (above | (rec.set_right & ~go)) & ~(rec.clear_right & go)
+    for i in range(n_inner, n_lines):
+        r2shap_prefetch(lines[i])
+
+
+# A unit as few_rows_block reads it: what its table row's offset and its
+# additions need, in one record (unit_records).
+cdef struct UnitRecord:
+    int64_t fstart    # its features: the structure's leaf_feature[fstart:fstart + dim]
+    uint32_t leaf     # local index of its (left) leaf
+    uint32_t right    # of its right leaf (a pair), else its leaf's
+    uint8_t slot      # the bit s of the right leaf's pattern that a pair reads
+    uint8_t dim       # d (at most 30 where tabulated; 255 for more)
+    uint8_t pair      # 1 for a pair, else 0
+    uint8_t unused[5]
+
+
+cdef object unit_records(const Forest* f, ens, structure, units):
+    """The UnitRecord of every unit, as bytes: made once and kept in
+    ``units["_unit_records"]`` with the arrays they are made from (made
+    again where any of them is another array)."""
+    sources = (ens.tree_start, structure["leaf_node"], structure["leaf_dim"],
+               structure["leaf_feature_start"], units["leaf"], units["right"], units["slot"],
+               units["tree_unit_start"])
+    kept = units.get("_unit_records")
+    if kept is not None and all([a is b for a, b in zip(kept[0], sources)]):
+        return kept[1]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] unit_leaf = units["leaf"]
+    cdef const int64_t[::1] unit_right = units["right"]
+    cdef const int64_t[::1] unit_slot = units["slot"]
+    cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
+    cdef int64_t n_units = unit_leaf.shape[0]
+    records = np.zeros(max(n_units, 1) * sizeof(UnitRecord), dtype=np.uint8)
+    cdef uint8_t[::1] raw = records
+    cdef UnitRecord* rec = <UnitRecord*> &raw[0]
+    cdef int64_t t, u, v, rv, start
+    with nogil:
+        for t in range(f.n_trees):
+            start = f.tree_start[t]
+            for u in range(tree_unit_start[t], tree_unit_start[t + 1]):
+                v = unit_leaf[u]
+                rv = unit_right[u]
+                rec[u].fstart = fstart[v]
+                rec[u].dim = <uint8_t> min(dim[v], 255)
+                rec[u].slot = <uint8_t> (unit_slot[u] if rv >= 0 else 0)
+                rec[u].pair = rv >= 0
+                rec[u].leaf = <uint32_t> (leaf_node[v] - start)
+                rec[u].right = <uint32_t> (leaf_node[rv if rv >= 0 else v] - start)
+    units["_unit_records"] = (sources, records)
+    return records
+
+
+cdef inline void few_rows_add(
+    const Forest* f, const Patterns* ps, int64_t t, const UnitRecord* recs, int64_t n_units,
+    const double* const* rows, int64_t nr, bint scaled, double* out, int64_t out_row,
+    int64_t out_output,
+) noexcept nogil:
+    """Add the table rows ``rows[r n_units + uu]`` (NULL: not tabulated) of
+    tree ``t``'s units (``recs``) to ``nr`` rows of ``out`` (row r at out +
+    r out_row), unit by unit in order as the block kernel does."""
+    cdef int64_t W = f.n_values
+    cdef int64_t start = f.tree_start[t]
+    cdef int64_t uu, d, e, r, w, o
+    cdef const int64_t* feat
+    cdef const double* row
+    cdef double* orow
+    cdef double value
+    o = f.tree_output[t]
+    for r in range(nr):
+        for uu in range(n_units):
+            row = rows[r * n_units + uu]
+            if row == NULL:
+                continue
+            d = recs[uu].dim
+            feat = ps.feature + recs[uu].fstart
+            if scaled:
+                orow = out + r * out_row + o * out_output
+                for e in range(d):
+                    orow[feat[e]] += row[e]
+            else:
+                for w in range(W):
+                    value = f.value[(start + recs[uu].leaf) * W + w]
+                    orow = out + r * out_row + w * out_output
+                    for e in range(d):
+                        orow[feat[e]] += value * row[e]
+
+
+cdef void few_rows_block(
+    const Forest* f, const Patterns* ps, const int64_t* trees, int64_t n_trees,
+    const double* X, int64_t stride, int64_t nr, const UnitRecord* recs,
+    const int64_t* tree_unit_start,
+    const double* tables, const int64_t* table_start, bint scaled, int64_t max_units,
+    double* out, int64_t out_row, int64_t out_output,
+    const InnerNode* inner, const int64_t* tree_inner, uint8_t* left_taken, uint32_t* pattern,
+    const double** rows, const double** lines,
+) noexcept nogil:
+    """pattern_semivalues' block of ``nr`` <= FEW_ROWS rows: tree by tree,
+    each row's patterns node by node (no row loops), the table rows of the
+    tree's units found, and added one tree later: their cache lines are
+    prefetched during the next tree's patterns. The additions into ``out``
+    are the block kernel's, in its order. ``rows``: 2 FEW_ROWS max_units
+    pointers, ``lines``: 4 FEW_ROWS max_units."""
+    cdef int64_t ti, t, start, n, r, uu, u, d, A, first, n_units
+    cdef const UnitRecord* rec
+    cdef int64_t prev_t = -1, prev_first = 0, prev_units = 0
+    cdef int64_t half = FEW_ROWS * max_units
+    cdef const double** here = rows
+    cdef const double** last = rows + half
+    cdef const double** swap
+    cdef const double* row
+    cdef const uint32_t* pat
+    cdef const double** next_lines = lines
+    cdef const double** prev_lines = lines + 2 * half
+    cdef int64_t n_next = 0, n_prev = 0
+    for ti in range(n_trees):
+        t = trees[ti]
+        start = f.tree_start[t]
+        n = f.tree_start[t + 1] - start
+        if n == 1:
+            continue
+        first = tree_unit_start[t]
+        n_units = tree_unit_start[t + 1] - first
+        n_next = 0
+        for r in range(nr):
+            pat = pattern + r * f.max_tree_nodes
+            if inner != NULL and n <= INNER_MAX_NODES:
+                inner_tree_patterns(f, start, inner + tree_inner[t],
+                                    tree_inner[t + 1] - tree_inner[t], X + r * stride,
+                                    pattern + r * f.max_tree_nodes, prev_lines, n_prev)
+            else:
+                for uu in range(n_prev):
+                    r2shap_prefetch(prev_lines[uu])
+                row_tree_patterns(f, start, n, X + r * stride, ps.node_slot,
+                                  left_taken + r * f.max_tree_nodes,
+                                  pattern + r * f.max_tree_nodes)
+            n_prev = 0  # prefetched during the first row's patterns
+            for uu in range(n_units):
+                u = first + uu
+                if table_start[u] < 0:  # left to the quadrature kernel
+                    here[r * n_units + uu] = NULL
+                    continue
+                rec = recs + u
+                d = rec.dim
+                A = pat[rec.leaf] | (((pat[rec.right] >> rec.slot) & rec.pair) << d)
+                row = tables + table_start[u] + A * d
+                here[r * n_units + uu] = row
+                next_lines[n_next] = row
+                next_lines[n_next + 1] = row + d - 1
+                n_next += 1 + ((<size_t> row ^ <size_t> (row + d - 1)) >= 64)
+        if prev_t >= 0:
+            few_rows_add(f, ps, prev_t, recs + prev_first, prev_units, last, nr, scaled,
+                         out, out_row, out_output)
+        prev_t = t
+        prev_first = first
+        prev_units = n_units
+        swap = last
+        last = here
+        here = swap
+        swap = prev_lines
+        prev_lines = next_lines
+        next_lines = swap
+        n_prev = n_next
+    for uu in range(n_prev):
+        r2shap_prefetch(prev_lines[uu])
+    if prev_t >= 0:
+        few_rows_add(f, ps, prev_t, recs + prev_first, prev_units, last, nr, scaled,
+                     out, out_row, out_output)
+
+
+cdef Patterns pattern_pointers(object structure) except *:
+    """patterns_from without its maxima (a loop over every leaf: 20 us for a
+    depth-8 model, a tenth of a row's time): ``max_leaves`` and ``max_dim``
+    are -1. For pattern_semivalues, which reads neither."""
+    cdef Patterns p
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
+    cdef const int64_t[::1] dim = structure["leaf_dim"]
+    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef const int64_t[::1] feature = structure["leaf_feature"]
+    cdef const double[::1] ratio = structure["leaf_ratio"]
+    cdef const int64_t[::1] edge = structure["leaf_edge"]
+    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
+    # pointers into the structure's arrays, which outlive the kernel's call
+    p.node_slot = &node_slot[0] if node_slot.shape[0] else NULL
+    p.leaf_node = &leaf_node[0] if leaf_node.shape[0] else NULL
+    p.dim = &dim[0] if dim.shape[0] else NULL
+    p.fstart = &fstart[0]
+    p.feature = &feature[0] if feature.shape[0] else NULL
+    p.ratio = &ratio[0] if ratio.shape[0] else NULL
+    p.edge = &edge[0] if edge.shape[0] else NULL
+    p.tree_leaf_start = &tree_leaf_start[0]
+    p.n_leaves = dim.shape[0]
+    p.n_entries = feature.shape[0]
+    p.max_leaves = -1
+    p.max_dim = -1
+    return p
+
+
 def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                        const int64_t[::1] trees, const double[::1] tables,
                        const int64_t[::1] table_start, bint scaled,
@@ -686,10 +1075,12 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     value-weighted contributions (one output per tree), else unit-valued ones
     of single leaves. Rows go in
     blocks; in a block, tree by tree, first every row's pattern at every
-    unit, then unit by unit, so that a unit's table stays in cache.
+    unit, then unit by unit, so that a unit's table stays in cache. A block
+    of at most FEW_ROWS rows (a call for one row, an explainer's) goes row by
+    row instead (few_rows_block), with the same additions in the same order.
     """
     cdef Forest f = forest_from(ens)
-    cdef Patterns ps = patterns_from(structure)
+    cdef Patterns ps = pattern_pointers(structure)
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
@@ -710,22 +1101,45 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef uint8_t* left_taken
     cdef uint32_t* pattern
     cdef uint32_t* unit_offset
+    cdef const double** few_rows
+    cdef const uint8_t[::1] unit_raw
+    cdef const UnitRecord* unit_rec = NULL
+    # without InnerNode records (a structure of another origin): row_tree_patterns
+    cdef const uint8_t[::1] inner_raw = structure.get("inner_nodes")
+    cdef const int64_t[::1] inner_start = structure.get("tree_inner_start")
+    cdef const InnerNode* inner = (<const InnerNode*> &inner_raw[0]
+                                   if inner_raw is not None and inner_start is not None else NULL)
+    cdef const int64_t* tree_inner = &inner_start[0] if inner != NULL else NULL
     cdef int64_t r0, nr, r, a, c, s, sb
     cdef Buffers mem
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
+    if n_rows - (n_blocks - 1) * block <= FEW_ROWS:  # the last block takes few_rows_block
+        unit_raw = unit_records(&f, ens, structure, units)
+        unit_rec = <const UnitRecord*> &unit_raw[0]
     with nogil, parallel(num_threads=n_threads):
         mem = buffers_new()
         left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint8_t))
         pattern = <uint32_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint32_t))
         unit_offset = <uint32_t*> take(&mem, block * max_units * sizeof(uint32_t))
+        few_rows = <const double**> take(  # few_rows_block's table rows and cache lines
+            &mem, (6 * FEW_ROWS * max_units if unit_rec != NULL else 1) * sizeof(double*))
         scratch_ready(&stop, &mem)
         for bi in prange(n_blocks, schedule="dynamic"):
             if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
+            if i1 - i0 <= FEW_ROWS and unit_rec != NULL:
+                few_rows_block(&f, &ps, &trees[0], trees.shape[0], &X[i0, 0], X.shape[1],
+                               i1 - i0, unit_rec, &tree_unit_start[0], &tables[0],
+                               &table_start[0], scaled,
+                               max_units, &out[i0, 0, 0], out.strides[0] // sizeof(double),
+                               out.strides[1] // sizeof(double), inner,
+                               tree_inner, left_taken, pattern, few_rows,
+                               few_rows + 2 * FEW_ROWS * max_units)
+                continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
                 start = f.tree_start[t]
