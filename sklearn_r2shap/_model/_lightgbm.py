@@ -223,8 +223,9 @@ def _numeric_trees(trees, scale, model_type):
 
     def numbers(key, dtype, count):
         # LightGBM prints doubles at full precision: read back exactly as float() does
-        values = np.fromstring(" ".join([text.get(key, "") for text in texts]), dtype=dtype,
-                               sep=" ")
+        joined = " ".join([text.get(key, "") for text in texts]).strip()
+        # (np.fromstring reads one number from an empty text)
+        values = np.fromstring(joined, dtype=dtype, sep=" ") if joined else np.zeros(0, dtype)
         if len(values) != count.sum():
             raise UnsupportedModelError(f"{model_type}: the model string has {len(values)} "
                                         f"values of {key} for {count.sum()} nodes.")
