@@ -716,7 +716,7 @@ cdef enum:
     BLOCK_ROWS = 512  # rows sharing a unit's table while in cache
     SUB = 64          # rows whose patterns are computed together
     BLOCKS_PER_THREAD = 4
-    FEW_ROWS = 8      # blocks of at most this many rows take few_rows_block
+    FEW_ROWS = 8      # calls of at most this many rows take few_rows_block
 
 
 cpdef int64_t pattern_block_rows(int64_t n_rows, int n_threads) noexcept nogil:
@@ -1035,6 +1035,37 @@ cdef void few_rows_block(
                      out, out_row, out_output)
 
 
+cdef int few_rows_call(
+    const Forest* f, const Patterns* ps, ens, structure, units, const int64_t[::1] trees,
+    const double[:, ::1] X, const double[::1] tables, const int64_t[::1] table_start,
+    bint scaled, double[:, :, ::1] out, int64_t max_units, const InnerNode* inner,
+    const int64_t* tree_inner,
+) except -1:
+    """pattern_semivalues for at most FEW_ROWS rows: few_rows_block, called
+    from a function of its own (called in the parallel region, it made the
+    bulk loop there compile about 10% slower)."""
+    cdef const uint8_t[::1] unit_raw = unit_records(f, ens, structure, units)
+    cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
+    cdef Buffers mem = buffers_new()
+    cdef uint8_t* left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * FEW_ROWS)
+    cdef uint32_t* pattern = <uint32_t*> take(&mem, f.max_tree_nodes * FEW_ROWS
+                                              * sizeof(uint32_t))
+    cdef const double** rows = <const double**> take(&mem, 6 * FEW_ROWS * max_units
+                                                      * sizeof(double*))
+    if mem.failed:
+        buffers_free(&mem)
+        raise MemoryError("could not allocate the kernel's scratch space")
+    with nogil:
+        few_rows_block(f, ps, &trees[0], trees.shape[0], &X[0, 0], X.shape[1], X.shape[0],
+                       <const UnitRecord*> &unit_raw[0], &tree_unit_start[0], &tables[0],
+                       &table_start[0], scaled, max_units, &out[0, 0, 0],
+                       out.strides[0] // sizeof(double), out.strides[1] // sizeof(double),
+                       inner, tree_inner, left_taken, pattern, rows,
+                       rows + 2 * FEW_ROWS * max_units)
+    buffers_free(&mem)
+    return 0
+
+
 cdef Patterns pattern_pointers(object structure) except *:
     """patterns_from without its maxima (a loop over every leaf: 20 us for a
     depth-8 model, a tenth of a row's time): ``max_leaves`` and ``max_dim``
@@ -1075,9 +1106,9 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     value-weighted contributions (one output per tree), else unit-valued ones
     of single leaves. Rows go in
     blocks; in a block, tree by tree, first every row's pattern at every
-    unit, then unit by unit, so that a unit's table stays in cache. A block
-    of at most FEW_ROWS rows (a call for one row, an explainer's) goes row by
-    row instead (few_rows_block), with the same additions in the same order.
+    unit, then unit by unit, so that a unit's table stays in cache. At most
+    FEW_ROWS rows (a call for one row, an explainer's) go row by row instead
+    (few_rows_block), with the same additions in the same order.
     """
     cdef Forest f = forest_from(ens)
     cdef Patterns ps = pattern_pointers(structure)
@@ -1101,9 +1132,6 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef uint8_t* left_taken
     cdef uint32_t* pattern
     cdef uint32_t* unit_offset
-    cdef const double** few_rows
-    cdef const uint8_t[::1] unit_raw
-    cdef const UnitRecord* unit_rec = NULL
     # without InnerNode records (a structure of another origin): row_tree_patterns
     cdef const uint8_t[::1] inner_raw = structure.get("inner_nodes")
     cdef const int64_t[::1] inner_start = structure.get("tree_inner_start")
@@ -1115,31 +1143,21 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
-    if n_rows - (n_blocks - 1) * block <= FEW_ROWS:  # the last block takes few_rows_block
-        unit_raw = unit_records(&f, ens, structure, units)
-        unit_rec = <const UnitRecord*> &unit_raw[0]
+    if n_rows <= FEW_ROWS:  # one block (any n_threads), row by row
+        few_rows_call(&f, &ps, ens, structure, units, trees, X, tables, table_start, scaled,
+                      out, max_units, inner, tree_inner)
+        return
     with nogil, parallel(num_threads=n_threads):
         mem = buffers_new()
         left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint8_t))
         pattern = <uint32_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint32_t))
         unit_offset = <uint32_t*> take(&mem, block * max_units * sizeof(uint32_t))
-        few_rows = <const double**> take(  # few_rows_block's table rows and cache lines
-            &mem, (6 * FEW_ROWS * max_units if unit_rec != NULL else 1) * sizeof(double*))
         scratch_ready(&stop, &mem)
         for bi in prange(n_blocks, schedule="dynamic"):
             if interrupted(&stop):
                 continue
             i0 = bi * block
             i1 = min(i0 + block, n_rows)
-            if i1 - i0 <= FEW_ROWS and unit_rec != NULL:
-                few_rows_block(&f, &ps, &trees[0], trees.shape[0], &X[i0, 0], X.shape[1],
-                               i1 - i0, unit_rec, &tree_unit_start[0], &tables[0],
-                               &table_start[0], scaled,
-                               max_units, &out[i0, 0, 0], out.strides[0] // sizeof(double),
-                               out.strides[1] // sizeof(double), inner,
-                               tree_inner, left_taken, pattern, few_rows,
-                               few_rows + 2 * FEW_ROWS * max_units)
-                continue
             for ti in range(trees.shape[0]):
                 t = trees[ti]
                 start = f.tree_start[t]
