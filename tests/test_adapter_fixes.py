@@ -340,48 +340,22 @@ def test_beta_shapley_values_with_huge_parameters_match_enumeration(alpha, beta)
         np.testing.assert_allclose(phi[i, :-1], want, rtol=0, atol=1e-12 * np.abs(want).max())
 
 
-def _random_tree(rng, n_leaves):
-    """Child arrays of a random binary tree, nodes numbered in a random order (root 0)."""
-    left, right, leaves = [-1], [-1], [0]
-    while len(leaves) < n_leaves:
-        k = leaves.pop(int(rng.integers(len(leaves))))
-        left[k], right[k] = len(left), len(left) + 1
-        leaves += [len(left), len(left) + 1]
-        left += [-1, -1]
-        right += [-1, -1]
-    perm = np.concatenate([[0], 1 + rng.permutation(len(left) - 1)])
-    new = np.empty_like(perm)
-    new[perm] = np.arange(len(perm))
-    left, right = np.asarray(left)[perm], np.asarray(right)[perm]
-    return (np.where(left >= 0, new[np.maximum(left, 0)], -1),
-            np.where(right >= 0, new[np.maximum(right, 0)], -1))
-
-
-def test_preorder_of_small_trees_equals_the_vectorised_walk(monkeypatch):
-    """The stack walk used for small trees and the level-by-level numpy walk give the
-    same order, and refuse the same broken trees."""
+def test_preorder_equals_a_recursive_walk():
+    """``_preorder`` (one tree through the all-trees walk) gives the recursive
+    preorder, and refuses broken trees, naming what is wrong."""
     from sklearn_r2shap._model import _ensemble
+    from test_conversion_speed import random_tree, reference_preorder
 
     rng = np.random.default_rng(0)
     for _ in range(200):
-        left, right = _random_tree(rng, int(rng.integers(1, 200)))
-        monkeypatch.setattr(_ensemble, "_SMALL_TREE", 10**6)
-        small = _ensemble._preorder(left, right)
-        monkeypatch.setattr(_ensemble, "_SMALL_TREE", 0)
-        vectorised = _ensemble._preorder(left, right)
-        np.testing.assert_array_equal(small, vectorised)
-        # preorder: every subtree is a contiguous run starting at its root
-        position = np.empty_like(small)
-        position[small] = np.arange(len(small))
-        internal = np.flatnonzero(left >= 0)
-        np.testing.assert_array_equal(position[left[internal]], position[internal] + 1)
+        left, right = random_tree(rng, int(rng.integers(1, 200)))
+        np.testing.assert_array_equal(_ensemble._preorder(left, right),
+                                      reference_preorder(left, right))
     broken = {"cycle": ([1, 2, 0], [-1, -1, -1]),
               "unreachable": ([1, -1, -1, -1], [2, -1, -1, -1])}
-    for threshold in (10**6, 0):
-        monkeypatch.setattr(_ensemble, "_SMALL_TREE", threshold)
-        for message, (left, right) in broken.items():
-            with pytest.raises(ValueError, match=message):
-                _ensemble._preorder(np.asarray(left), np.asarray(right))
+    for message, (left, right) in broken.items():
+        with pytest.raises(ValueError, match=message):
+            _ensemble._preorder(np.asarray(left), np.asarray(right))
 
 
 def test_selector_converts_each_fitted_model_once_per_fit(monkeypatch):

@@ -679,11 +679,6 @@ def _preorder(children_left, children_right):
     return np.arange(len(left)) if order is None else order
 
 
-# Unused since from_trees orders all trees at once (it sent trees of fewer nodes to
-# a Python stack walk); tests/test_adapter_fixes.py still sets it.
-_SMALL_TREE = 256
-
-
 def _path_structure(left, right, feature, end):
     """``prev_same``, the most distinct features on a path, and the depth.
 
