@@ -10,7 +10,9 @@
 #             main command run outside the source tree, then the full suite
 #             against the installed package (tests/test_packaging.py asserts
 #             the package imported is the venv's, and that the wheel and the
-#             sdist hold every module of the source tree)
+#             sdist hold every module of the source tree); the fast subset
+#             where RELEASE_CHECK_MAIN_SUBSET=fast (CI, whose step 2 has run
+#             the full suite on the same source)
 #   pythons   every other CPython that pyproject.toml's classifiers claim,
 #             found on PATH or through pyenv (skipped with a message where
 #             absent): a wheel built by pip from the sdist, the main command
@@ -105,7 +107,11 @@ step_main() {
     timed "install the wheel with [test]" "$venv/bin/pip" install --quiet "$wheel[test]"
     "$venv/bin/pip" show sklearn-r2shap
     timed "main command" main_command "$venv"
-    timed "full suite on the installed wheel" run_tests "$venv" "$wheel"
+    if [ "${RELEASE_CHECK_MAIN_SUBSET:-full}" = fast ]; then
+        timed "fast subset on the installed wheel" run_tests "$venv" "$wheel" "${FAST[@]}"
+    else
+        timed "full suite on the installed wheel" run_tests "$venv" "$wheel"
+    fi
 }
 
 claimed_versions() {  # the minor versions the classifiers claim, e.g. "3.11 3.12 3.13"

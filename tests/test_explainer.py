@@ -135,6 +135,9 @@ shap = pytest.importorskip("shap")
 def test_shapes_and_expected_value_of_shap(name):
     """shap's TreeExplainer on the same model: the same shapes, the same kind of
     expected value (a float for one output, one per class), the same values."""
+    if name.startswith("xgboost"):
+        # shap 0.49 cannot parse the vector base_score XGBoost 3.1 writes
+        pytest.importorskip("shap", minversion="0.51")
     model, X = MODELS[name]
     X = X[:40]
     ours, theirs = TreeExplainer(model), shap.TreeExplainer(model)
