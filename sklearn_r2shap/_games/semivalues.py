@@ -183,6 +183,8 @@ class SemivalueGame:
                 structure["tree_max_dim"] = np.maximum.reduceat(leaf_dim, tree_leaf_start[:-1])
             else:
                 structure["tree_max_dim"] = np.zeros(self.ensemble.n_trees, dtype=np.int64)
+            structure["leaf_tree"] = np.repeat(np.arange(self.ensemble.n_trees, dtype=np.int64),
+                                               np.diff(tree_leaf_start))
             structure["units"] = self._units(structure)
             self._structure = structure
         return self._structure
@@ -205,7 +207,9 @@ class SemivalueGame:
                                ensemble.children_left[parent])
             paired = has_parent & (ensemble.children_left[sibling] < 0)
             keep = ~paired | is_left
-            right = np.where(paired, np.searchsorted(leaf_node, sibling), -1)
+            leaf_of_node = np.zeros(ensemble.n_nodes, dtype=np.int64)
+            leaf_of_node[leaf_node] = index
+            right = np.where(paired, leaf_of_node[sibling], -1)
         leaf, right = index[keep], right[keep].astype(np.int64)
         if ensemble.n_values == 1:
             value = ensemble.value[:, 0]
@@ -219,7 +223,7 @@ class SemivalueGame:
             "slot": structure["node_slot"][leaf_node[leaf]].astype(np.int64),
             "dim": structure["leaf_dim"][leaf],  # a pair's leaves share their features
             "entries": structure["entries"][leaf] * np.where(right >= 0, 2, 1),
-            "tree": np.searchsorted(structure["tree_leaf_start"], leaf, side="right") - 1,
+            "tree": structure["leaf_tree"][leaf],
             "tree_unit_start": np.searchsorted(leaf, structure["tree_leaf_start"]).astype(
                 np.int64),
             "scale_left": np.ascontiguousarray(scale_left, dtype=np.float64),
@@ -243,16 +247,15 @@ class SemivalueGame:
             tree_nodes = np.diff(ensemble.tree_start)
 
             def by_dim(tree, dim, amount):  # cumulative over d <= D
-                table = np.zeros((n_trees, width))
-                np.add.at(table, (tree, dim), amount)
-                return np.cumsum(table, axis=1)
+                cell = np.asarray(tree, dtype=np.int64) * width + dim
+                amount = np.broadcast_to(np.asarray(amount, dtype=np.float64), cell.shape)
+                table = np.bincount(cell, weights=amount, minlength=n_trees * width)
+                return np.cumsum(table.reshape(n_trees, width), axis=1)
 
             entries = by_dim(units["tree"], units["dim"], units["entries"])
             build = by_dim(units["tree"], units["dim"],
                            units["entries"] * (20.0 + 2.0 * sizes[units["dim"]]))
-            leaf_tree = np.searchsorted(structure["tree_leaf_start"],
-                                        np.arange(len(structure["leaf_dim"])), side="right") - 1
-            terms = by_dim(leaf_tree, structure["leaf_dim"], structure["leaf_dim"])
+            terms = by_dim(structure["leaf_tree"], structure["leaf_dim"], structure["leaf_dim"])
             node_tree = np.repeat(np.arange(n_trees), tree_nodes)
             nodes_le = by_dim(node_tree, structure["node_below_dim"], 1.0)
             part_nodes = tree_nodes[:, None] - nodes_le  # nodes above a leaf of d > D
@@ -421,9 +424,7 @@ class SemivalueGame:
         if last_key != key:
             structure = self.structure()
             keep = np.zeros(self.ensemble.n_nodes, dtype=np.uint8)
-            leaf_tree = np.searchsorted(structure["tree_leaf_start"],
-                                        np.arange(len(structure["leaf_dim"])), side="right") - 1
-            deep = structure["leaf_dim"] > routes[leaf_tree]
+            deep = structure["leaf_dim"] > routes[structure["leaf_tree"]]
             keep[structure["leaf_node"][deep]] = 1
             part = _semivalues.part_nodes(self.ensemble, keep)
             # the trees with a part of more than one node (others add nothing)
