@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import StratifiedKFold
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sklearn_r2shap import ShapleyR2Importance, TreeGradRanker
@@ -46,11 +47,27 @@ def test_shapley_r2_importance_default_regressor():
     assert selector.score_name_ == "r2"
 
 
-def test_shapley_r2_importance_default_classifier_cv_is_stratified():
+def test_shapley_r2_importance_default_classifier_cv_is_stratified(monkeypatch):
     X, y = _small_classification(3)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]  # sorted by class: unstratified folds would hold 1-2 classes each
+    held_out = []
+    split = StratifiedKFold.split
+
+    def recording_split(self, X, y=None, groups=None):
+        for train, test in split(self, X, y, groups):
+            held_out.append(np.asarray(test))
+            yield train, test
+
+    monkeypatch.setattr(StratifiedKFold, "split", recording_split)
     selector = ShapleyR2Importance(cv=3).fit(X, y)
     assert isinstance(selector.estimator_, HistGradientBoostingClassifier)
     assert selector.score_name_ == "d2_log_loss"
+    # cv=3 became stratified folds, and those were the folds decomposed
+    assert len(held_out) == 3 and selector.cv_shares_.shape[0] == 3
+    expected = np.bincount(y) / 3
+    for test in held_out:
+        np.testing.assert_allclose(np.bincount(y[test], minlength=3), expected, atol=1)
 
 
 def test_treegrad_ranker_default_model_follows_target():

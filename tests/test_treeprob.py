@@ -142,14 +142,15 @@ def errors_against_enumeration(ens, X, weight=reference.shapley_weight):
 # Measured (12 rows over 6 seeds, relative error of the TreeProb kernel's
 # Shapley values on caterpillar trees, M = depth roots of unity): depth 20:
 # 0.7-7e-12, 30: 3-5e-9, 50: 3-4e-3, 60: 0.1-0.7; the quadrature kernel:
-# < 2e-14 at every depth. The bounds below leave a factor >= 10 of margin.
-# probabilistic_values sends trees deeper than 24 roots to the quadrature
-# kernel with an exact rule for the weights, so it stays accurate.
-@pytest.mark.parametrize(
-    "depth, treeprob_below, treeprob_above",
-    [(20, 1e-10, None), (30, 1e-7, 1e-10), (50, None, 1e-4), (60, None, 1e-2)],
-)
-def test_where_treeprob_stops_being_accurate(depth, treeprob_below, treeprob_above):
+# < 2e-14 at every depth. The upper bounds below leave a factor >= 10 of
+# margin; how large the kernel's error grows beyond them is not asserted (a
+# rounding error has no lower bound to derive). What the deep cases test is
+# the route: probabilistic_values sends trees deeper than 24 roots to the
+# quadrature kernel with an exact rule for the weights, so it stays accurate
+# where the kernel alone would miss by 1e-3 to 1.
+@pytest.mark.parametrize("depth, treeprob_below", [(20, 1e-10), (30, 1e-7), (50, None),
+                                                   (60, None)])
+def test_probabilistic_values_accurate_where_treeprob_is_not(depth, treeprob_below):
     ens, X = spine_ensemble(depth, 64, seed=depth)
     assert ens.max_depth == depth and ens.n_path_features == 11
     error_kernel, error_public, error_quadrature = errors_against_enumeration(ens, X)
@@ -157,20 +158,16 @@ def test_where_treeprob_stops_being_accurate(depth, treeprob_below, treeprob_abo
     assert error_public < 1e-9
     if treeprob_below is not None:
         assert error_kernel < treeprob_below
-    if treeprob_above is not None:
-        assert error_kernel > treeprob_above
 
 
 @pytest.mark.parametrize("depth", [40, 64])
 @pytest.mark.parametrize("weight", ["banzhaf-0.2", "beta-1-4", "arbitrary"])
 def test_probabilistic_values_stay_accurate_on_deep_trees(depth, weight):
+    # the TreeProb kernel alone, measured: depth 40: 4e-9 (Banzhaf 0.2),
+    # 6e-7 (Beta(1, 4)); depth 64: 3e-4, 14; 3-6e-15 for the random weights
     ens, X = spine_ensemble(depth, 64, seed=depth + 1)
-    error_kernel, error_public, _ = errors_against_enumeration(ens, X, WEIGHTS[weight])
+    _, error_public, _ = errors_against_enumeration(ens, X, WEIGHTS[weight])
     assert error_public < 1e-12
-    # measured kernel errors: depth 40: 4e-9 (Banzhaf 0.2), 6e-7 (Beta(1, 4));
-    # depth 64: 3e-4, 14; 3-6e-15 for the random weights at both depths
-    if depth == 64 and weight != "arbitrary":
-        assert error_kernel > 1e-5  # the roots-of-unity encoding alone is not accurate
 
 
 def test_weights_without_a_stable_rule_raise_on_deep_trees():
