@@ -6,7 +6,7 @@ execution, public functions, estimators in ``_estimators/``).
 
 Layer: the package root (imports the public modules).
 """
-from ._errors import SampledAlgorithmWarning, UnsupportedModelError
+from ._errors import SampledAlgorithmWarning, UndefinedScoreError, UnsupportedModelError
 from ._model import TreeEnsemble, to_ensemble
 from . import metrics
 from ._execution.cost import CostEstimate
@@ -63,6 +63,7 @@ __all__ = [
     "estimate_cost",
     "CostEstimate",
     "SampledAlgorithmWarning",
+    "UndefinedScoreError",
     "shapflex_decomposition",
     "TreeGradRanker",
     "multilinear_gradient",

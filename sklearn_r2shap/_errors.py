@@ -8,11 +8,17 @@ Layer: ground floor.
 """
 import importlib
 
-__all__ = ["UnsupportedModelError", "SampledAlgorithmWarning", "import_optional"]
+__all__ = ["UnsupportedModelError", "UndefinedScoreError", "SampledAlgorithmWarning",
+           "import_optional"]
 
 
 class UnsupportedModelError(TypeError, ValueError):
     """A model, objective, split type or setting that cannot be explained exactly."""
+
+
+class UndefinedScoreError(ValueError):
+    """The target has no variation under the weights (a constant y, or a single
+    class): R^2 and D^2, ratios over that variation, are not defined."""
 
 
 class SampledAlgorithmWarning(UserWarning):

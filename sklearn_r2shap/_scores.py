@@ -23,7 +23,7 @@ from typing import ClassVar, Optional
 import numpy as np
 from scipy.special import expit, logsumexp, xlogy
 
-from ._errors import UnsupportedModelError, import_optional
+from ._errors import UndefinedScoreError, UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
 from ._validation import check_row_weights
@@ -487,7 +487,7 @@ def target_scale(largest):
 def undefined_score_error(loss):
     """The error for a target without variation under the weights."""
     what = "has a single class" if loss.score in ("d2_brier", "d2_log_loss") else "is constant"
-    return ValueError(f"y {what} (with the given weights): "
+    return UndefinedScoreError(f"y {what} (with the given weights): "
                       f"{'R^2' if loss.score == 'r2' else 'D^2'} is not defined.")
 
 
@@ -540,7 +540,7 @@ def check_target(y, n_rows, sample_weight):
     scaled = y / scale
     mean = np.average(scaled, weights=weight)
     if np.ptp(y[weight > 0]) == 0 or not np.sum(weight * (scaled - mean) ** 2) > 0:
-        raise ValueError("y is constant (with the given weights): R^2 is not defined.")
+        raise UndefinedScoreError("y is constant (with the given weights): R^2 is not defined.")
     return y, weight, scale
 
 

@@ -30,7 +30,7 @@ from ._games import r2 as _r2
 from ._kernels import _qshap_sampled
 from ._model import explainable_ensemble, to_ensemble
 from ._prepare import prepare
-from ._errors import UnsupportedModelError
+from ._errors import UndefinedScoreError, UnsupportedModelError
 from ._scores import R2Decomposition, R2Interactions, SquaredError, check_target, check_weights
 from ._scores import loss_of
 from ._scores import is_multi_output_regression
@@ -386,10 +386,8 @@ def _per_output_decomposition(call, Y, *, sample_weight, return_local, options):
         try:
             result = run(one, loss_of(one.ensemble), y, sample_weight=sample_weight,
                          return_local=return_local, options=options)
-        except ValueError as error:
-            if "constant" not in str(error) and "not defined" not in str(error):
-                raise
-            raise ValueError(f"Output {k} of Y: {error}") from None
+        except UndefinedScoreError as error:
+            raise UndefinedScoreError(f"Output {k} of Y: {error}") from None
         result = replace(result, output=k)
         if call.players is not None:
             result = _groups.restrict_decomposition(result, call.players)

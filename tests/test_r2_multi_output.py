@@ -14,7 +14,8 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 import reference
-from sklearn_r2shap import ShapleyR2Importance, UnsupportedModelError, r2_decomposition
+from sklearn_r2shap import (ShapleyR2Importance, UndefinedScoreError, UnsupportedModelError,
+                            r2_decomposition)
 from sklearn_r2shap import to_ensemble
 from test_r2_decomposition import reference_decomposition
 
@@ -214,7 +215,7 @@ def test_constant_output_names_it():
     model, X, Y, _, _ = case("decision-tree-nan")
     Y = Y.copy()
     Y[:, 2] = 1.0
-    with pytest.raises(ValueError, match="Output 2 of Y: y is constant"):
+    with pytest.raises(UndefinedScoreError, match="Output 2 of Y: y is constant"):
         r2_decomposition(model, X, Y)
 
 
