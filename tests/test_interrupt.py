@@ -21,8 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = r"""
 import sys, threading, time
 import numpy as np
-from sklearn.ensemble import RandomForestRegressor
-from sklearn_r2shap import r2_decomposition, shap_values, treegrad_scores
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+from sklearn_r2shap import r2_decomposition, shap_values, to_ensemble, treegrad_scores
 from sklearn_r2shap._execution import local
 from sklearn_r2shap._games import r2 as r2_games
 
@@ -37,6 +37,8 @@ X = rng.normal(size=(3000, 8))
 y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=3000)
 model = RandomForestRegressor(n_estimators=10, max_leaf_nodes=400, random_state=0).fit(X, y)
 big = np.tile(X, (200, 1))
+if which == "predict":  # 200 fully grown trees: about 0.3 ms a row
+    deep = ExtraTreesRegressor(n_estimators=200, random_state=0, n_jobs=2).fit(X, y)
 print("ready", flush=True)
 try:
     if which == "r2-exact":
@@ -48,6 +50,10 @@ try:
         shap_values(model, big, n_jobs=2)
     elif which == "ranker":
         treegrad_scores(model, big, n_iter=1000, n_jobs=2)
+    elif which == "predict":
+        from sklearn_r2shap._kernels import _predict
+        ensemble = to_ensemble(deep)
+        _predict.predict_raw(ensemble, np.ascontiguousarray(np.tile(X, (10, 1))), 2)
 except KeyboardInterrupt:
     cpu = time.process_time()
     time.sleep(0.3)
@@ -59,7 +65,7 @@ sys.exit(1)
 """
 
 
-@pytest.mark.parametrize("which", ["r2-exact", "r2-sampled", "shap", "ranker"])
+@pytest.mark.parametrize("which", ["r2-exact", "r2-sampled", "shap", "ranker", "predict"])
 def test_sigint_stops_kernel(which):
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, which], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

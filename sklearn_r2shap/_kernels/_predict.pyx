@@ -1,10 +1,17 @@
-# Raw predictions and cover-weighted node means of a TreeEnsemble.
+# Raw predictions and cover-weighted node means of a TreeEnsemble. The row
+# loops stop on Ctrl-C (``interrupted``, polled once per ROWS_PER_POLL rows).
 import numpy as np
 
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-from ._forest cimport Forest, add_leaf_value, forest_from, leaf_of
+cdef enum:
+    ROWS_PER_POLL = 64  # a clock read per row would cost a third of a small model's row
+
+from ._forest cimport (
+    Forest, Interrupt, add_leaf_value, forest_from, interrupt_new, interrupt_raise, interrupted,
+    leaf_of,
+)
 
 
 def predict_raw(ens, const double[:, ::1] X, int n_threads):
@@ -12,11 +19,17 @@ def predict_raw(ens, const double[:, ::1] X, int n_threads):
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value), (n_rows, 1))
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, c
     cdef int64_t t
-    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
-        for t in range(f.n_trees):
-            add_leaf_value(&f, t, leaf_of(&f, t, &X[i, 0]), &out[i, 0])
+    cdef Interrupt stop = interrupt_new()
+    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
+                    num_threads=n_threads, schedule="static"):
+        if interrupted(&stop):
+            continue
+        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
+            for t in range(f.n_trees):
+                add_leaf_value(&f, t, leaf_of(&f, t, &X[i, 0]), &out[i, 0])
+    interrupt_raise(&stop)
     return np.asarray(out)
 
 
@@ -26,13 +39,19 @@ def leaf_values(ens, const double[:, ::1] X, int n_threads):
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef double[:, ::1] out = np.empty((n_rows, f.n_trees))
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, c
     cdef int64_t t
+    cdef Interrupt stop = interrupt_new()
     if f.n_values != 1:
         raise ValueError("leaf_values needs one value per leaf")
-    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
-        for t in range(f.n_trees):
-            out[i, t] = f.value[leaf_of(&f, t, &X[i, 0])]
+    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
+                    num_threads=n_threads, schedule="static"):
+        if interrupted(&stop):
+            continue
+        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
+            for t in range(f.n_trees):
+                out[i, t] = f.value[leaf_of(&f, t, &X[i, 0])]
+    interrupt_raise(&stop)
     return np.asarray(out)
 
 
@@ -62,9 +81,15 @@ def apply(ens, const double[:, ::1] X, int n_threads):
     cdef Forest f = forest_from(ens)
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t[:, ::1] out = np.empty((n_rows, f.n_trees), dtype=np.int64)
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, c
     cdef int64_t t
-    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
-        for t in range(f.n_trees):
-            out[i, t] = leaf_of(&f, t, &X[i, 0])
+    cdef Interrupt stop = interrupt_new()
+    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
+                    num_threads=n_threads, schedule="static"):
+        if interrupted(&stop):
+            continue
+        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
+            for t in range(f.n_trees):
+                out[i, t] = leaf_of(&f, t, &X[i, 0])
+    interrupt_raise(&stop)
     return np.asarray(out)
