@@ -11,6 +11,7 @@ never an estimator.
 """
 
 from dataclasses import dataclass, replace
+import numbers
 from typing import Optional
 
 import numpy as np
@@ -156,15 +157,16 @@ class InteractionSummary:
     total_weight: float
     feature_names: np.ndarray
 
-    def top_pairs(self, n=10, by="mean_abs", output=0):
+    def top_pairs(self, n=10, by="mean_abs", class_index=0):
         """The ``n`` pairs of distinct features of largest ``by`` (one of
         "mean_abs", "mean_square", "mean": largest absolute mean), as a
         pandas DataFrame with columns ``feature_1``, ``feature_2``,
-        ``mean_abs``, ``mean``, ``mean_square`` (the cells ``[j, k]``)."""
+        ``mean_abs``, ``mean``, ``mean_square`` (the cells ``[j, k]``);
+        ``class_index``: the model output (class) of a multi-output model."""
         if by not in ("mean_abs", "mean", "mean_square"):
             raise ValueError(f"by must be 'mean_abs', 'mean' or 'mean_square', got {by!r}.")
         pd = import_optional("pandas", "InteractionSummary.top_pairs()")
-        cells = {key: self._output(getattr(self, key), output)[:-1, :-1]
+        cells = {key: self._output(getattr(self, key), class_index)[:-1, :-1]
                  for key in ("mean_abs", "mean", "mean_square")}
         j, k = np.triu_indices(len(self.feature_names), 1)
         key = np.abs(cells[by][j, k])
@@ -173,16 +175,21 @@ class InteractionSummary:
         return pd.DataFrame({"feature_1": names[j[order]], "feature_2": names[k[order]],
                              **{c: cells[c][j[order], k[order]] for c in cells}})
 
-    def plot(self, ax=None, max_features=20, by="mean_abs", output=0):
+    def plot(self, ax=None, max_features=20, by="mean_abs", class_index=0):
         """Heatmap of ``by`` over the features of the largest row sums
-        (matplotlib); the diagonal holds the main effects."""
-        matrix = self._output(getattr(self, by), output)[:-1, :-1]
+        (matplotlib); the diagonal holds the main effects; ``class_index``:
+        the model output (class) of a multi-output model."""
+        matrix = self._output(getattr(self, by), class_index)[:-1, :-1]
         return plot_heatmap(matrix, self.feature_names, ax=ax, max_features=max_features,
                             label=f"{by} of SHAP interaction values",
                             title=f"SHAP interaction values over {self.n_rows} rows")
 
-    def _output(self, values, output):
-        return values if values.ndim == 2 else values[output]
+    def _output(self, values, class_index):
+        n_outputs = 1 if values.ndim == 2 else len(values)
+        if not (isinstance(class_index, numbers.Integral) and 0 <= class_index < n_outputs):
+            raise ValueError(f"class_index must be an integer in [0, {n_outputs}) (the model's "
+                             f"outputs), got {class_index!r}.")
+        return values if values.ndim == 2 else values[class_index]
 
     def __repr__(self):
         pairs = self.mean_abs if self.mean_abs.ndim == 2 else self.mean_abs[0]

@@ -147,6 +147,21 @@ def test_top_pairs_find_the_interaction():
         summary.top_pairs(by="largest")
 
 
+def test_top_pairs_of_a_class():
+    pytest.importorskip("pandas")
+    model, X = MODELS["sklearn-multiclass"]
+    summary = shap_interaction_summary(model, X[:100])
+    assert summary.mean_abs.shape[0] == 3
+    for k in range(3):
+        top = summary.top_pairs(5, class_index=k)
+        j = [list(summary.feature_names).index(name) for name in top.feature_1]
+        i = [list(summary.feature_names).index(name) for name in top.feature_2]
+        np.testing.assert_array_equal(top.mean_abs, summary.mean_abs[k][j, i])
+    for bad in (3, -1, 1.0, None):
+        with pytest.raises(ValueError, match=r"class_index must be an integer in \[0, 3\)"):
+            summary.top_pairs(class_index=bad)
+
+
 def test_plot_draws_a_heatmap():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
