@@ -546,9 +546,10 @@ def pattern_structure(ens):
     """
     cdef Forest f = forest_from(ens)
     cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
-    cdef int64_t[::1] distinct = np.zeros(f.n_nodes, dtype=np.int64)
-    cdef double[::1] ratio_prod = np.ones(f.n_nodes)
-    cdef int64_t k, p, q, c
+    # below[k]: first the number of distinct features on the path to k, then
+    # (from the leaves up) the largest such number of the leaves below k
+    cdef int64_t[::1] below = np.zeros(f.n_nodes, dtype=np.int64)
+    cdef int64_t k, p, q
     with nogil:
         for k in range(f.n_nodes):
             p = f.parent[k]
@@ -557,43 +558,66 @@ def pattern_structure(ens):
             q = f.prev_same[k]
             if q >= 0:
                 node_slot[k] = node_slot[q]
-                distinct[k] = distinct[p]
-                ratio_prod[k] = f.ratio[k] * ratio_prod[q]
+                below[k] = below[p]
             else:
-                node_slot[k] = distinct[p]
-                distinct[k] = distinct[p] + 1
-                ratio_prod[k] = f.ratio[k]
-    cdef int64_t[::1] below = np.array(distinct, copy=True)
+                node_slot[k] = below[p]
+                below[k] = below[p] + 1
+    leaf_node = np.flatnonzero(np.asarray(ens.children_left) < 0).astype(np.int64, copy=False)
+    leaf_dim = np.asarray(below)[leaf_node]
+    leaf_feature_start = np.concatenate([[0], np.cumsum(leaf_dim)]).astype(np.int64)
+    n_entries = int(leaf_feature_start[len(leaf_feature_start) - 1])
+    # (every entry is written below: slots 0..d-1 all occur on a path of d features)
+    cdef int64_t[::1] leaf_feature = np.empty(n_entries, dtype=np.int64)
+    cdef double[::1] leaf_ratio = np.empty(n_entries)
+    cdef int64_t[::1] leaf_edge = np.empty(n_entries, dtype=np.int64)
+    # One pass over the nodes in preorder keeps, for each slot of the path to
+    # the node, the deepest edge of the slot's feature, that feature, and its
+    # R (the product of the cover ratios of the feature's edges down to that
+    # edge); a leaf copies its d entries from there, where an upward walk
+    # from each leaf would cost its depth. Each edge entered is stacked with
+    # the entry of its slot that it replaced, put back when the walk leaves
+    # the edge's subtree.
+    cdef int64_t max_dim = max(1, int(leaf_dim.max(initial=0)))
+    cdef int64_t[::1] slot_edge = np.full(max_dim, -1, dtype=np.int64)
+    cdef int64_t[::1] slot_feature = np.full(max_dim, -1, dtype=np.int64)
+    cdef double[::1] slot_ratio = np.ones(max_dim)
+    cdef int64_t max_depth = max(f.max_tree_nodes, 1)
+    cdef int64_t[::1] entered = np.empty(max_depth, dtype=np.int64)
+    cdef int64_t[::1] replaced_edge = np.empty(max_depth, dtype=np.int64)
+    cdef int64_t[::1] replaced_feature = np.empty(max_depth, dtype=np.int64)
+    cdef double[::1] replaced_ratio = np.empty(max_depth)
+    cdef int64_t n_entered = 0, entry = 0, slot, c
     with nogil:
+        for k in range(f.n_nodes):
+            p = f.parent[k]
+            while n_entered > 0 and entered[n_entered - 1] != p:  # (none left at a root)
+                n_entered -= 1
+                slot = node_slot[entered[n_entered]]
+                slot_edge[slot] = replaced_edge[n_entered]
+                slot_feature[slot] = replaced_feature[n_entered]
+                slot_ratio[slot] = replaced_ratio[n_entered]
+            if p >= 0:
+                slot = node_slot[k]
+                entered[n_entered] = k
+                replaced_edge[n_entered] = slot_edge[slot]
+                replaced_feature[n_entered] = slot_feature[slot]
+                replaced_ratio[n_entered] = slot_ratio[slot]
+                n_entered += 1
+                # (the slot's entry is the feature's edge prev_same[k] when it repeats)
+                slot_ratio[slot] = (f.ratio[k] * slot_ratio[slot] if f.prev_same[k] >= 0
+                                    else f.ratio[k])
+                slot_edge[slot] = k
+                slot_feature[slot] = f.feature[p]
+            if f.left[k] < 0:
+                for c in range(below[k]):
+                    leaf_feature[entry + c] = slot_feature[c]
+                    leaf_ratio[entry + c] = slot_ratio[c]
+                    leaf_edge[entry + c] = slot_edge[c]
+                entry += below[k]
         for k in range(f.n_nodes - 1, -1, -1):  # preorder: children after parents
             p = f.parent[k]
             if p >= 0 and below[k] > below[p]:
                 below[p] = below[k]
-    leaf = np.asarray(ens.children_left) < 0
-    leaf_node = np.flatnonzero(leaf).astype(np.int64)
-    leaf_dim = np.asarray(distinct)[leaf_node]
-    leaf_feature_start = np.concatenate([[0], np.cumsum(leaf_dim)]).astype(np.int64)
-    n_entries = int(leaf_feature_start[len(leaf_feature_start) - 1])
-    cdef int64_t[::1] leaf_feature = np.zeros(n_entries, dtype=np.int64)
-    cdef double[::1] leaf_ratio = np.ones(n_entries)
-    cdef int64_t[::1] leaf_edge = np.zeros(n_entries, dtype=np.int64)
-    cdef int64_t[::1] leaf_node_v = leaf_node
-    cdef int64_t[::1] start_v = leaf_feature_start
-    cdef int64_t v, slot
-    cdef uint8_t[::1] seen = np.zeros(max(1, int(leaf_dim.max(initial=0))), dtype=np.uint8)
-    with nogil:
-        for v in range(leaf_node_v.shape[0]):
-            for slot in range(start_v[v + 1] - start_v[v]):
-                seen[slot] = 0
-            c = leaf_node_v[v]
-            while f.parent[c] >= 0:  # upwards: the deepest edge of a feature comes first
-                slot = node_slot[c]
-                if not seen[slot]:
-                    seen[slot] = 1
-                    leaf_feature[start_v[v] + slot] = f.feature[f.parent[c]]
-                    leaf_ratio[start_v[v] + slot] = ratio_prod[c]
-                    leaf_edge[start_v[v] + slot] = c
-                c = f.parent[c]
     tree_leaf_start = np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(np.int64)
     inner, tree_inner = inner_nodes(&f, &node_slot[0])
     return {

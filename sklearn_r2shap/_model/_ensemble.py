@@ -25,7 +25,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._kernels import _predict
+from .._kernels import _forest, _predict
 from .._validation import check_rows, resolve_n_jobs
 
 # Decision types of an internal node (``decision_type``). NaN always goes to
@@ -204,35 +204,29 @@ class TreeEnsemble:
         if n_values not in (1, len(base_value)):
             raise ValueError("leaf values must have width 1 or n_outputs")
 
-        # Every step below treats all nodes of all trees at once (no loop over
-        # trees or nodes): models of thousands of trees are read in milliseconds.
         forest = _stacked(trees, n_values)
         tree_start = forest.tree_start
-        left, right = _global_children(forest.children_left, forest.children_right, tree_start)
-        order, end = _forest_preorder(left, right, tree_start)
+        # One walk per tree (nogil) renumbers the nodes in preorder and finds the
+        # path structure; the rest treats all nodes of all trees at once, so
+        # models of thousands of trees are read in milliseconds.
+        (order, left, right, parent, feature, prev_same, n_path_features,
+         max_depth) = _structure(forest.children_left, forest.children_right, forest.feature,
+                                 tree_start, n_features, model_type)
         if order is None:  # already in preorder (scikit-learn numbers its trees so)
-            position = None
 
             def take(a):
                 return a.copy()  # the ensemble owns its arrays
 
-        else:  # new node i is old node order[i]; old node k is new node position[k]
-            position = np.empty_like(order)
-            position[order] = np.arange(len(order))
+        else:  # new node i is old node order[i]
 
             def take(a):
                 return a[order]
 
-            left, right = (np.where(c >= 0, position[c], -1)[order] for c in (left, right))
         leaf = left < 0
-        feature = np.where(leaf, -1, take(forest.feature))
-        split = feature[~leaf]
-        if len(split) and (split.min() < 0 or split.max() >= n_features):
-            raise ValueError(f"{model_type}: a split feature index is outside [0, {n_features}).")
         decision = take(forest.decision_type)
         decision[leaf] = DECISION_LEQ
         value = take(forest.value)
-        value[leaf == False] = 0.0  # noqa: E712  (the kernels sum value * weight over all nodes)
+        value[np.flatnonzero(~leaf)] = 0.0  # (the kernels sum value * weight over all nodes)
         bad_leaf = np.flatnonzero(~np.all(np.isfinite(value), axis=1))
         if len(bad_leaf):
             # v_x(S) weighs every leaf by a cover ratio, so one infinite or NaN
@@ -254,22 +248,22 @@ class TreeEnsemble:
         cover = take(forest.cover)
         if not np.all(np.isfinite(cover)) or np.any(cover < 0):
             raise ValueError(f"{model_type}: node covers must be finite and non-negative.")
-        parent = np.full(len(feature), -1, dtype=np.int64)
-        internal = np.flatnonzero(~leaf)
-        parent[left[internal]] = internal
-        parent[right[internal]] = internal
-        cover_ratio = _cover_ratio(cover, parent)
-        prev_same, n_path_features, max_depth = _path_structure(left, right, feature, end)
+        cover_ratio = _forest.cover_ratio(cover, parent)
 
         linear = {}
         if forest.linear_terms is not None:
+            position = None  # old node k is new node position[k]
+            if order is not None:
+                position = np.empty_like(order)
+                position[order] = np.arange(len(order))
             linear = _linear_arrays(forest.linear_terms, position, len(feature))
             linear["linear_fallback"] = take(forest.fallback_value)
 
         return cls(
             children_left=left,
             children_right=right,
-            default_child=np.where(take(forest.default_left), left, right),
+            default_child=np.where(forest.default_left if order is None
+                                   else forest.default_left[order], left, right),
             feature=feature,
             threshold=take(forest.threshold),
             decision_type=decision,
@@ -356,7 +350,7 @@ class TreeEnsemble:
             nodes = np.flatnonzero(depth == level)
             np.add.at(cover, self.parent[nodes], cover[nodes])
         info = dict(self.info, covers="data")
-        return replace(self, cover=cover, cover_ratio=_cover_ratio(cover, self.parent),
+        return replace(self, cover=cover, cover_ratio=_forest.cover_ratio(cover, self.parent),
                                    info=info)
 
     def with_players(self, player_of_column):
@@ -377,9 +371,7 @@ class TreeEnsemble:
             raise ValueError("feature groups are not supported for linear leaves.")
         route = self.feature if self.route_feature is None else self.route_feature
         players = np.where(route >= 0, player_of_column[np.maximum(route, 0)], route)
-        prev_same, n_path_features, _ = _path_structure(
-            self.children_left, self.children_right, players,
-            _subtree_end(self.children_left, self.children_right))
+        prev_same, n_path_features, _ = _path_structure(self, players)
         return replace(self, feature=players.astype(np.int64), route_feature=route.copy(),
                        prev_same=prev_same, n_path_features=int(n_path_features),
                        info=dict(self.info))
@@ -435,9 +427,7 @@ class TreeEnsemble:
             work = self.per_output([output])
         else:
             work = self._keep_trees(np.flatnonzero(self.tree_output == output))
-        _, n_path_features, max_depth = _path_structure(
-            work.children_left, work.children_right, work.feature,
-            _subtree_end(work.children_left, work.children_right))
+        _, n_path_features, max_depth = _path_structure(work, work.feature)
         return replace(work, tree_output=np.zeros(work.n_trees, dtype=np.int64),
                        base_value=self.base_value[[output]].copy(),
                        n_path_features=int(n_path_features), max_depth=int(max_depth),
@@ -484,18 +474,6 @@ class TreeEnsemble:
             info=dict(self.info),
             **changes,
         )
-
-
-def _cover_ratio(cover, parent):
-    """``c_k / c_parent(k)`` (1 for a root)."""
-    cover_ratio = np.ones(len(cover))
-    has_parent = parent >= 0
-    parent_cover = cover[parent[has_parent]]
-    # A parent with zero cover splits its (zero) mass evenly: v_x stays finite.
-    cover_ratio[has_parent] = np.where(
-        parent_cover > 0, cover[has_parent] / np.where(parent_cover > 0, parent_cover, 1.0), 0.5
-    )
-    return cover_ratio
 
 
 def _stacked(trees, n_values):
@@ -576,27 +554,29 @@ def _global_children(children_left, children_right, tree_start):
     return left, right
 
 
-def _forest_preorder(left, right, tree_start):
-    """Depth-first preorder (left subtree first) of every tree, all trees at once.
+def _structure(children_left, children_right, feature, tree_start, n_features, model_type):
+    """:func:`_forest.forest_structure` of stacked adapter trees (local child
+    indices), or the error that names what is wrong with them."""
+    children_left, children_right, feature = (
+        np.ascontiguousarray(a, dtype=np.int64) for a in (children_left, children_right, feature))
+    tree_start = np.ascontiguousarray(tree_start, dtype=np.int64)
+    structure = _forest.forest_structure(children_left, children_right, feature, tree_start,
+                                         int(n_features), True)
+    if structure is not None:
+        return structure
+    _refuse_broken_trees(children_left, children_right, tree_start)
+    split = feature[children_left >= 0]  # (every node is reachable now)
+    if len(split) and (split.min() < 0 or split.max() >= n_features):
+        raise ValueError(f"{model_type}: a split feature index is outside [0, {n_features}).")
+    raise RuntimeError("forest_structure refused trees that pass every check.")
 
-    Returns ``(order, end)``: new node i is old node ``order[i]`` (None when
-    the nodes already are in preorder, as scikit-learn numbers them), each
-    tree keeping its range of ``tree_start``; ``end[i]`` is one past the last
-    node of new node i's subtree. Refuses cycles, nodes with a left child
-    only, and nodes unreachable from their tree's root.
-    """
-    n = len(left)
-    internal = np.flatnonzero(left >= 0)
-    if np.all(left[internal] == internal + 1) and np.all(right[internal] >= 0):
-        # Already preorder iff each right child starts where its left sibling's
-        # subtree ends and each root's subtree spans its tree (an induction on
-        # subtrees; every child index is then larger than its parent's, so
-        # the right children lead to leaves and _subtree_end stops).
-        end = _subtree_end(left, right)
-        if (end is not None and np.array_equal(end[left[internal]], right[internal])
-                and np.array_equal(end[tree_start[:-1]], tree_start[1:])):
-            return None, end
 
+def _refuse_broken_trees(children_left, children_right, tree_start):
+    """Raise the ValueError that names the first fault of broken trees (local
+    child indices): a child index outside its tree, a cycle (a node reached
+    twice), a left child without a right one, or nodes unreachable from the
+    root, checked in that order for all trees at once. Returns if none."""
+    left, right = _global_children(children_left, children_right, tree_start)
     levels = _internal_levels(left, right, tree_start)
     one_child = (left >= 0) & (right < 0)
     if np.any(one_child):
@@ -604,24 +584,16 @@ def _forest_preorder(left, right, tree_start):
         t = int(np.searchsorted(tree_start, k, side="right")) - 1
         raise ValueError(f"tree {t}: node {k - tree_start[t]} has a left child but no right "
                          "child.")
-    # Subtree sizes bottom-up, then positions top-down, level by level: a left
-    # child follows its parent, a right child its parent's left subtree.
-    size = np.ones(n, dtype=np.int64)
-    for nodes in reversed(levels):
-        size[nodes] += size[left[nodes]] + size[right[nodes]]
-    position = np.full(n, -1, dtype=np.int64)
-    position[tree_start[:-1]] = tree_start[:-1]
+    reached = np.zeros(len(left), dtype=bool)
+    reached[tree_start[:-1]] = True
     for nodes in levels:
-        position[left[nodes]] = position[nodes] + 1
-        position[right[nodes]] = position[nodes] + 1 + size[left[nodes]]
-    unreached = position < 0  # (with no cycle, also the mark of a node with two parents)
+        reached[left[nodes]] = True
+        reached[right[nodes]] = True
+    unreached = ~reached  # (with no cycle, also the mark of a node with two parents)
     if np.any(unreached):
         t = int(np.searchsorted(tree_start, int(np.argmax(unreached)), side="right")) - 1
         count = int(np.count_nonzero(unreached[tree_start[t]:tree_start[t + 1]]))
         raise ValueError(f"tree {t}: the tree has {count} nodes unreachable from its root")
-    order = np.empty(n, dtype=np.int64)
-    order[position] = np.arange(n)
-    return order, np.arange(n) + size[order]
 
 
 def _internal_levels(left, right, tree_start):
@@ -650,103 +622,24 @@ def _internal_levels(left, right, tree_start):
                              "reached twice from the root)")
 
 
-def _subtree_end(left, right):
-    """For trees numbered in preorder, one past the last node of each node's
-    subtree: the node after its rightmost leaf. None if the right children do
-    not lead to a leaf (a cycle).
-
-    Pointer jumping: every node holds a node of its right spine and replaces
-    it by that node's, so the distance covered doubles each round.
-    """
-    n = len(left)
-    last = np.where(left < 0, np.arange(n), right)
-    todo = np.flatnonzero(left[last] >= 0)
-    for _ in range(64):  # a right spine of 2**64 nodes cannot be stored
-        if len(todo) == 0:
-            return last + 1
-        last[todo] = last[last[todo]]
-        todo = todo[left[last[todo]] >= 0]
-    return None
+def _path_structure(ensemble, feature):
+    """``prev_same``, the most distinct features on a path, and the depth of
+    ``ensemble``'s trees (in preorder) with split features (or players) ``feature``."""
+    structure = _forest.forest_structure(ensemble.children_left, ensemble.children_right,
+                                         feature, ensemble.tree_start, ensemble.n_features,
+                                         False)
+    if structure is None:  # (an ensemble's trees are sound: a feature is out of range)
+        raise ValueError(f"split features and players must lie in [0, {ensemble.n_features}).")
+    return structure[5:]
 
 
 def _preorder(children_left, children_right):
     """Local node indices of one tree in depth-first preorder (left subtree first)
-    from node 0, with the checks of :func:`_forest_preorder`."""
-    left = np.asarray(children_left, dtype=np.int64)
-    tree_start = np.array([0, len(left)])
-    left, right = _global_children(left, np.asarray(children_right, dtype=np.int64), tree_start)
-    order, _ = _forest_preorder(left, right, tree_start)
-    return np.arange(len(left)) if order is None else order
-
-
-def _path_structure(left, right, feature, end):
-    """``prev_same``, the most distinct features on a path, and the depth.
-
-    For trees numbered in preorder: ``left``, ``right`` global children,
-    ``feature`` the split feature (or player) of each internal node, ``end``
-    from :func:`_subtree_end`.
-    """
-    n = len(feature)
-    internal = np.flatnonzero(left >= 0)
-    nearest = _nearest_same_feature(internal, feature[internal], end[internal], n)
-    # The edges into both children of p repeat the edge of `nearest` on p's path.
-    prev_same = np.full(n, -1, dtype=np.int64)
-    p = internal[nearest[internal] >= 0]
-    b = nearest[p]
-    edge = np.where(p < right[b], left[b], right[b])  # b's child on the way to p
-    prev_same[left[p]] = edge
-    prev_same[right[p]] = edge
-    # A feature is new on the edges below p when p is its first split on the path.
-    new = internal[nearest[internal] < 0]
-    return prev_same, _most_on_a_path(new, end, n), _most_on_a_path(internal, end, n)
-
-
-def _nearest_same_feature(internal, feature, end, n):
-    """For each internal node (preorder), its nearest ancestor splitting on the same
-    feature, -1 if none (an array over all ``n`` nodes).
-
-    The subtrees ``internal[i] .. end[i] - 1`` of one feature's nodes nest like
-    parentheses. Sorted by (feature, position), the events "subtree starts" (+1)
-    and "subtree ends" (-1) sum to each node's level: its number of ancestors on
-    its feature. The nearest one is the last node before it, in that order,
-    one level up (any node between them lies in that ancestor's subtree, deeper).
-    """
-    group = feature * (n + 1)
-    events = np.concatenate([(group + internal) * 2 + 1, (group + end) * 2])  # ends first
-    if len(events) and events.max() < 2**31:  # (int32 sorts twice as fast)
-        events = events.astype(np.int32)
-    events.sort()
-    is_start = events & 1
-    at = np.flatnonzero(is_start)
-    level = np.cumsum(2 * is_start - 1)[at] - 1
-    node = (events[at] >> 1) % (n + 1)
-    # Each start goes twice into one list, in event order: as an item on its own
-    # level and as a query on the level above. A stable sort by level keeps the
-    # event order within a level, so a query's answer is the last item before
-    # it: a running maximum of the items' codes (level * m + index).
-    m = len(at)
-    bucket = np.empty(2 * m, dtype=np.min_scalar_type(int(level.max(initial=0)) + 1))
-    bucket[0::2] = level + 1
-    bucket[1::2] = level
-    by_level = np.argsort(bucket, kind="stable")
-    is_query = (by_level & 1) == 1
-    code = np.where(is_query, -1, bucket[by_level].astype(np.int64) * m + (by_level >> 1))
-    answer = np.maximum.accumulate(code)[is_query] % m
-    query = by_level[is_query] >> 1
-    nearest = np.full(n, -1, dtype=np.int64)
-    has = level[query] > 0
-    nearest[node[query[has]]] = node[answer[has]]
-    return nearest
-
-
-def _most_on_a_path(nodes, end, n):
-    """The most ``nodes`` (internal, preorder) on one root-to-leaf path.
-
-    Node a is a strict ancestor of k iff ``a < k < end[a]``, so the number of
-    ``nodes`` above k is a running sum of +1 at ``a + 1`` and -1 at ``end[a]``.
-    """
-    change = np.bincount(nodes + 1, minlength=n + 1) - np.bincount(end[nodes], minlength=n + 1)
-    return int(np.cumsum(change).max(initial=0))
+    from node 0, with the checks of :meth:`TreeEnsemble.from_trees`."""
+    n = len(children_left)
+    order = _structure(children_left, children_right, np.zeros(n, dtype=np.int64),
+                       np.array([0, n]), 1, "")[0]
+    return np.arange(n) if order is None else order
 
 
 def _category_bitsets(categories, nodes, rows, n_nodes, model_type):

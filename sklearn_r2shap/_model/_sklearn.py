@@ -114,17 +114,28 @@ def _tree_arrays(trees, value, output=0):
     """The ``sklearn.tree.Tree`` objects ``trees`` stacked in one TreeArrays, with
     ``value`` the leaf values of all their nodes (and ``output`` one per tree)."""
     sizes = [tree.node_count for tree in trees]
+    tree_start = np.concatenate([[0], np.cumsum(sizes)])
+    # A tree's fields are strided views of one array of node records: copied
+    # tree by tree, all fields at once, the records are read from memory once
+    # (field by field over all trees, they were read once per field).
+    fields = {"children_left": np.int64, "children_right": np.int64,
+              "missing_go_to_left": bool, "feature": np.int64, "threshold": np.float64,
+              "weighted_n_node_samples": np.float64}
+    stacked = {name: np.empty(tree_start[-1], dtype=dtype) for name, dtype in fields.items()}
+    for tree, start, stop in zip(trees, tree_start[:-1], tree_start[1:]):
+        for name, array in stacked.items():
+            array[start:stop] = getattr(tree, name)
     return TreeArrays(
-        children_left=_stacked(trees, "children_left"),
-        children_right=_stacked(trees, "children_right"),
-        default_left=_stacked(trees, "missing_go_to_left").astype(bool),
-        feature=_stacked(trees, "feature"),
-        threshold=_stacked(trees, "threshold"),
-        decision_type=np.full(sum(sizes), DECISION_LEQ, dtype=np.uint8),
-        cover=_stacked(trees, "weighted_n_node_samples"),
+        children_left=stacked["children_left"],
+        children_right=stacked["children_right"],
+        default_left=stacked["missing_go_to_left"],
+        feature=stacked["feature"],
+        threshold=stacked["threshold"],
+        decision_type=np.full(tree_start[-1], DECISION_LEQ, dtype=np.uint8),
+        cover=stacked["weighted_n_node_samples"],
         value=value,
         output=output,
-        tree_start=np.concatenate([[0], np.cumsum(sizes)]),
+        tree_start=tree_start,
     )
 
 
@@ -138,7 +149,7 @@ def _criterion_objective(criterion):
 def _classifier_leaf_values(value):
     """Leaf class probabilities exactly as ``predict_proba`` of a tree forms them
     from its ``tree_.value[:, 0, :]`` (node rows of any trees)."""
-    value = value.astype(np.float64)
+    value = value.astype(np.float64, copy=False)
     total = value.sum(axis=1, keepdims=True)
     return value / np.where(total == 0.0, 1.0, total)
 
@@ -177,7 +188,7 @@ def _convert_forest(model):
                 )
         value = _classifier_leaf_values(np.concatenate([tree.value[:, 0, :] for tree in trees]))
     else:
-        value = np.concatenate([tree.value[:, :, 0] for tree in trees]).astype(np.float64)
+        value = np.concatenate([tree.value[:, :, 0] for tree in trees], dtype=np.float64)
     trees = _tree_arrays(trees, value * weight)
     info = {
         # Forests validate X with the tags of their first tree.
