@@ -38,8 +38,8 @@ def main():
     class OracleRFECV(ShapleyR2RFECV):
         """Each step's shares plus 1 for the real columns (``_real``, a mask)."""
 
-        def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None):
-            step = super()._fit_step(X, y, weight, features, scored_like, ranking_cv)
+        def _fit_step(self, X, y, weight, features, scored_like=None, **kwargs):
+            step = super()._fit_step(X, y, weight, features, scored_like, **kwargs)
             if not isinstance(step, _Scored):
                 step.feature_importances_ = (np.asarray(step.feature_importances_)
                                              + self._real[np.asarray(features)])

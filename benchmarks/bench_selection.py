@@ -231,8 +231,8 @@ def _lower_bound_rfecv():
     from sklearn_r2shap._estimators.rfecv import _Scored
 
     class LowerBoundRFECV(ShapleyR2RFECV):
-        def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None):
-            step = super()._fit_step(X, y, weight, features, scored_like, ranking_cv)
+        def _fit_step(self, X, y, weight, features, scored_like=None, **kwargs):
+            step = super()._fit_step(X, y, weight, features, scored_like, **kwargs)
             if not isinstance(step, _Scored):
                 step.feature_importances_ = (np.asarray(step.feature_importances_)
                                              - np.asarray(step.std_errors_))
@@ -275,8 +275,8 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3, holdout=0.5
     results = selector.cv_results_
     folds = np.array([results[k] for k in results
                       if k.startswith("split") and k.endswith("_test_score")]).T
-    count = int(results["n_features"][choose_n_features(results["n_features"], folds,
-                                                        "best")])
+    counts = results["n_feature_groups"]  # the units eliminated (here the features)
+    count = int(counts[choose_n_features(counts, folds, "best")])
     _, _, last = selector._eliminate(X, y, None, count,
                                      ranking_cv=selector._final_ranking_cv)
     extra = {"n_features_curve": results["n_features"].tolist(),

@@ -14,10 +14,10 @@ arrive in a real table. Three steps:
 1. :func:`sklearn_r2shap.r2_decomposition` of the Pipeline on held-out rows:
    the shares of its last step's R^2, one per transformed column (each one-hot
    column its own share);
-2. the same with ``groups="input"``: the exact Shapley shares of the game whose
+2. the same with ``feature_groups="input"``: the exact Shapley shares of the game whose
    players are the original columns (every one-hot column of "age band"
    together), not sums of the one-hot shares;
-3. :func:`sklearn_r2shap.explain` with ``groups="input"``: per-row SHAP values
+3. :func:`sklearn_r2shap.explain` with ``feature_groups="input"``: per-row SHAP values
    per original column, drawn as a beeswarm with matplotlib;
    ``shap.plots.beeswarm(e.to_shap())`` draws shap's own when shap is installed.
 
@@ -67,10 +67,10 @@ print(pd.Series(per_column.shares, per_column.feature_names).round(4).to_string(
 # %%
 # 2. R^2 shares of the original columns
 # -------------------------------------
-# ``groups="input"`` maps every transformed column back to the input column it
+# ``feature_groups="input"`` maps every transformed column back to the input column it
 # came from. The share of "age band" is the Shapley value of the game in which
 # its four one-hot columns join or leave together.
-per_input = r2_decomposition(pipeline, X_test, y_test, groups="input")
+per_input = r2_decomposition(pipeline, X_test, y_test, feature_groups="input")
 shares = pd.DataFrame({"share": per_input.shares, "std error": per_input.std_errors},
                       index=per_input.feature_names).sort_values("share")
 one_hot_sum = {c: per_column.shares[[n.startswith(f"cat__{c}_")
@@ -92,10 +92,10 @@ fig.tight_layout()
 # 3. SHAP values per original column
 # ----------------------------------
 # :func:`explain` returns an :class:`~sklearn_r2shap.Explanation` in shap's
-# layout; with ``groups="input"`` its ``data`` are the original columns (the
+# layout; with ``feature_groups="input"`` its ``data`` are the original columns (the
 # categories as strings). A beeswarm drawn with matplotlib, colour = the
 # column's value (category codes for the categorical columns).
-e = explain(pipeline, X_test, groups="input")
+e = explain(pipeline, X_test, feature_groups="input")
 print(e)
 
 order = np.argsort(np.abs(e.values).mean(axis=0))

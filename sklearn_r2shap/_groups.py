@@ -6,7 +6,7 @@ split's *player* is its feature's group while its rule still reads the
 feature's column (:meth:`TreeEnsemble.with_players`), so every kernel gives
 the exact values of the groups -- not the sums of the members' values.
 
-:func:`resolve_groups` turns ``groups=`` (a mapping name -> columns, or
+:func:`resolve_groups` turns ``feature_groups=`` (a mapping name -> columns, or
 ``"input"`` for a Pipeline: every output column of its steps to the input
 column it came from) into one player per column.
 
@@ -25,26 +25,26 @@ from ._validation import column_names, n_rows_features
 __all__ = ["resolve_groups", "input_groups"]
 
 
-def resolve_groups(groups, n_features, names):
-    """``(player_of_column, player_names)`` of ``groups``.
+def resolve_groups(feature_groups, n_features, names):
+    """``(player_of_column, player_names)`` of ``feature_groups``.
 
     Players are the groups in the mapping's order, then every column in no
     group, in column order, as a player of its own (named by the column).
 
     Parameters
     ----------
-    groups : mapping of str to sequence of column names or indices
+    feature_groups : mapping of str to sequence of column names or indices
     n_features : int
     names : array of str or None
         The column names (for groups given by name).
     """
-    if not hasattr(groups, "items"):
-        raise TypeError("groups must be a mapping of group name to columns (names or "
-                        f"indices), got {type(groups).__name__}.")
+    if not hasattr(feature_groups, "items"):
+        raise TypeError("feature_groups must be a mapping of group name to columns (names or "
+                        f"indices), got {type(feature_groups).__name__}.")
     names = None if names is None else [str(n) for n in names]
     player = np.full(n_features, -1, dtype=np.int64)
     player_names = []
-    for g, (group, columns) in enumerate(groups.items()):
+    for g, (group, columns) in enumerate(feature_groups.items()):
         if isinstance(columns, (str, numbers.Integral)):
             columns = [columns]
         columns = list(columns)
@@ -119,9 +119,9 @@ def _outputs_per_input(name, step, n_inputs):
             mapping = mapping[_outputs_per_input(inner_name, inner, len(mapping))]
         return mapping
     raise ValueError(
-        f"groups='input': cannot tell which input column each output of step {name!r} "
+        f"feature_groups='input': cannot tell which input column each output of step {name!r} "
         f"({kind}) comes from (a column may be built from several inputs); pass explicit "
-        "groups, a mapping of name to the transformed columns of each group.")
+        "feature_groups, a mapping of name to the transformed columns of each group.")
 
 
 def _column_transformer_inputs(transformer, n_inputs):
@@ -134,8 +134,8 @@ def _column_transformer_inputs(transformer, n_inputs):
         chosen = all_columns[_column_indices(transformer, columns, n_inputs)]
         mapping[out] = chosen[_outputs_per_input(part, step, len(chosen))]
     if np.any(mapping < 0):
-        raise ValueError("groups='input': could not map every output column of the "
-                         "ColumnTransformer to an input column; pass explicit groups.")
+        raise ValueError("feature_groups='input': could not map every output column of the "
+                         "ColumnTransformer to an input column; pass explicit feature_groups.")
     return mapping
 
 
@@ -143,14 +143,14 @@ def _column_indices(transformer, columns, n_inputs):
     """The input columns a ColumnTransformer part reads (names, indices, masks, slices)."""
     names = getattr(transformer, "feature_names_in_", None)
     if callable(columns):
-        raise ValueError("groups='input': a callable column selector cannot be mapped back; "
-                         "pass explicit groups.")
+        raise ValueError("feature_groups='input': a callable column selector cannot be mapped "
+                         "back; pass explicit feature_groups.")
     if isinstance(columns, (str, numbers.Integral)):
         columns = [columns]
     if isinstance(columns, slice):
         if isinstance(columns.start, str) or isinstance(columns.stop, str):
-            raise ValueError("groups='input': a slice of column names cannot be mapped back; "
-                             "pass explicit groups.")
+            raise ValueError("feature_groups='input': a slice of column names cannot be mapped "
+                             "back; pass explicit feature_groups.")
         return np.arange(n_inputs)[columns]
     columns = np.asarray(columns)
     if columns.dtype == bool:
@@ -162,38 +162,39 @@ def _column_indices(transformer, columns, n_inputs):
 
 
 def input_groups(pipeline, input_names):
-    """``groups="input"``: a mapping input column name -> transformed column indices."""
+    """``feature_groups="input"``: a mapping input column name -> transformed column indices."""
     transformers, _ = _steps(pipeline)
     n_inputs = len(input_names)
     mapping = np.arange(n_inputs)
     for name, step in transformers:
         mapping = mapping[_outputs_per_input(name, step, len(mapping))]
-    groups = {}
+    feature_groups = {}
     for j, column in enumerate(mapping):
-        groups.setdefault(str(input_names[column]), []).append(j)
-    return groups
+        feature_groups.setdefault(str(input_names[column]), []).append(j)
+    return feature_groups
 
 
-def players(model, groups, n_features, names, input_names, n_inputs):
-    """``(player_of_column, player_names)`` of ``groups`` for the last step of
+def players(model, feature_groups, n_features, names, input_names, n_inputs):
+    """``(player_of_column, player_names)`` of ``feature_groups`` for the last step of
     ``model`` (:func:`resolve_groups`), ``"input"`` read from the input
     columns (``input_names``, or x0, x1, ... for ``n_inputs`` unnamed ones)."""
-    if isinstance(groups, str):
-        if groups != "input":
-            raise ValueError(f"groups must be a mapping or 'input', got {groups!r}.")
+    if isinstance(feature_groups, str):
+        if feature_groups != "input":
+            raise ValueError("feature_groups must be a mapping or 'input', got "
+                             f"{feature_groups!r}.")
         if input_names is None:
             input_names = np.array([f"x{j}" for j in range(
                 n_features if n_inputs is None else n_inputs)])
         if has_transformers(model):
-            groups = input_groups(model, input_names)
+            feature_groups = input_groups(model, input_names)
         else:
-            groups = {str(n): [j] for j, n in enumerate(input_names)}
-    return resolve_groups(groups, n_features, names)
+            feature_groups = {str(n): [j] for j, n in enumerate(input_names)}
+    return resolve_groups(feature_groups, n_features, names)
 
 
-def grouped_model(model, X, groups, ensemble_of=None):
+def grouped_model(model, X, feature_groups, ensemble_of=None):
     """``(ensemble with the groups as players, rows, player names)`` of a model
-    (or Pipeline: its last step and transformed rows) and ``groups``;
+    (or Pipeline: its last step and transformed rows) and ``feature_groups``;
     ``ensemble_of(last step)`` gives the ensemble (default: its own)."""
     input_names, n_inputs = column_names(X), n_rows_features(X)[1]
     last, rows, names = unwrap(model, X)
@@ -202,12 +203,12 @@ def grouped_model(model, X, groups, ensemble_of=None):
         names = column_names(rows)
     if names is None:
         names = ensemble.feature_names
-    player, player_names = players(model, groups, ensemble.n_features, names, input_names,
+    player, player_names = players(model, feature_groups, ensemble.n_features, names, input_names,
                                    n_inputs)
     return ensemble.with_players(player), rows, player_names
 
 
-def input_columns_of_players(model, X, groups, player_names):
+def input_columns_of_players(model, X, feature_groups, player_names):
     """For a selector: the input columns (of X) each player stands for, or None
     when players are not sets of input columns (explicit groups of the columns
     a Pipeline's steps make)."""
@@ -215,12 +216,12 @@ def input_columns_of_players(model, X, groups, player_names):
     inputs = column_names(X)
     inputs = [f"x{j}" for j in range(n_inputs)] if inputs is None else [str(n) for n in inputs]
     if has_transformers(model):
-        if not (isinstance(groups, str) and groups == "input"):
+        if not (isinstance(feature_groups, str) and feature_groups == "input"):
             return None
         return [np.array([inputs.index(str(name))]) for name in player_names]
-    if isinstance(groups, str):  # "input" without transforming steps: the columns
+    if isinstance(feature_groups, str):  # "input" without transforming steps: the columns
         return [np.array([inputs.index(str(name))]) for name in player_names]
-    player, _ = resolve_groups(groups, n_inputs, inputs)
+    player, _ = resolve_groups(feature_groups, n_inputs, inputs)
     return [np.flatnonzero(player == k) for k in range(len(player_names))]
 
 

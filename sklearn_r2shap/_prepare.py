@@ -2,7 +2,7 @@
 
 A public function calls :func:`prepare` once, at its top; it unwraps a
 Pipeline (``_pipeline``: the last step, X and the background transformed by
-the steps before it), resolves ``groups`` into players (``_groups``), reads
+the steps before it), resolves ``feature_groups`` into players (``_groups``), reads
 the model into a :class:`~sklearn_r2shap.TreeEnsemble`, checks the rows once
 (a dense X is checked here and sliced by the executor; a sparse X is checked
 one dense block at a time; a dask collection is checked on an empty stand-in
@@ -41,7 +41,7 @@ class Call:
         The rows as the last step sees them (transformed by a Pipeline's
         steps), unchecked: e.g. the data an :class:`Explanation` shows.
     ensemble : TreeEnsemble
-        The model read once (with the groups as players when ``groups`` was
+        The model read once (with the groups as players when ``feature_groups`` was
         given).
     rows : CheckedRows, scipy.sparse CSR matrix or dask collection
         X for the executor: dense rows checked once
@@ -54,7 +54,7 @@ class Call:
         The columns' names: those a Pipeline's steps output, else X's column
         names, else the model's own.
     players : list of str or None
-        With ``groups``: the players (the groups, then every column in no
+        With ``feature_groups``: the players (the groups, then every column in no
         group); the values of the other columns of the grouped ensemble are
         those of null players and are cut by :meth:`players_only`.
     background : ndarray or None
@@ -114,7 +114,7 @@ def _check_background(ensemble, background):
     return background
 
 
-def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
+def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verbose=0,
             ensemble_of=explainable_ensemble, check_background=True, in_memory=None):
     """Prepare a public function's call: see the module docstring.
 
@@ -122,7 +122,7 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     ----------
     model : fitted tree model, TreeEnsemble, Pipeline ending in one, or TreeExplainer
     X : array-like, DataFrame, sparse matrix or dask collection of rows
-    groups : mapping or "input", optional
+    feature_groups : mapping or "input", optional
         Feature groups as players (``_groups.players``).
     background : array-like, DataFrame or sparse matrix, optional
         Background rows (transformed as X; checked unless
@@ -146,8 +146,8 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     if is_dask and in_memory is not None:
         raise ValueError(in_memory)
     input_names = _dask.column_names(X) if is_dask else column_names(X)
-    # groups="input" of unnamed columns: x0, x1, ... of the input's width
-    n_inputs = (n_rows_features(X)[1] if isinstance(groups, str) and input_names is None
+    # feature_groups="input" of unnamed columns: x0, x1, ... of the input's width
+    n_inputs = (n_rows_features(X)[1] if isinstance(feature_groups, str) and input_names is None
                 and not is_dask else None)
     if background is not None and _pipeline.has_transformers(model):
         background = _pipeline.transform(model, background)
@@ -158,8 +158,8 @@ def prepare(model, X, *, groups=None, background=None, n_jobs=None, verbose=0,
     if names is None:
         names = ensemble.feature_names
     players = None
-    if groups is not None:
-        player, players = _groups.players(model, groups, ensemble.n_features, names,
+    if feature_groups is not None:
+        player, players = _groups.players(model, feature_groups, ensemble.n_features, names,
                                           input_names, n_inputs)
         # kept with the ensemble (a prepared explainer's groups: its own plans)
         grouped = ensemble.cached(("players", player.tobytes()),

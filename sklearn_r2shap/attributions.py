@@ -55,7 +55,7 @@ def _banzhaf_rule(q, degree):
     return np.array([q]), np.array([1.0])
 
 
-def semivalues(model, X, *, kind="beta", parameters=(1, 1), background=None, groups=None,
+def semivalues(model, X, *, kind="beta", parameters=(1, 1), background=None, feature_groups=None,
                n_jobs=None, verbose="auto", route=None):
     """The one function behind :func:`shap_values`, :func:`beta_shapley_values`
     and :func:`banzhaf_values` (their parameters checked).
@@ -66,7 +66,7 @@ def semivalues(model, X, *, kind="beta", parameters=(1, 1), background=None, gro
     game (:data:`._games.semivalues.ROUTES`, or with ``background``
     :data:`._games.interventional.ROUTES`; tests check each).
     """
-    call = prepare(model, X, groups=groups, background=background, n_jobs=n_jobs,
+    call = prepare(model, X, feature_groups=feature_groups, background=background, n_jobs=n_jobs,
                    verbose=verbose)
     return semivalues_of(call, kind, parameters, route=route)
 
@@ -114,7 +114,7 @@ def expected_value(model):
     return _games.expected_values(to_ensemble(_pipeline.final_step(model)))
 
 
-def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose="auto"):
+def shap_values(model, X, *, background=None, feature_groups=None, n_jobs=None, verbose="auto"):
     """Exact SHAP values of every row: path-dependent (TreeSHAP's game), or
     interventional given ``background``.
 
@@ -131,7 +131,7 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
         (``sklearn_r2shap.interventional``, page "Path-dependent and
         interventional values"); the expected value is then the mean raw
         prediction over the background. Cost linear in rows + background rows.
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players: a mapping of group name to columns (names
         or indices; a column in at most one group, every other column a
         player of its own, after the groups). The values are the exact
@@ -171,11 +171,11 @@ def shap_values(model, X, *, background=None, groups=None, n_jobs=None, verbose=
     >>> bool(np.allclose(phi.sum(axis=1), model.predict(X[:5])))
     True
     """
-    return semivalues(model, X, background=background, groups=groups, n_jobs=n_jobs,
+    return semivalues(model, X, background=background, feature_groups=feature_groups, n_jobs=n_jobs,
                       verbose=verbose)
 
 
-def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=None,
+def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, feature_groups=None,
                         n_jobs=None, verbose="auto"):
     """Exact Beta(alpha, beta) Shapley values of the path-dependent game.
 
@@ -192,7 +192,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
     alpha, beta : int >= 1, default=1
     background : array-like, DataFrame or sparse matrix, default=None
         If given, the values of the interventional game (see :func:`shap_values`).
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (see :func:`shap_values`): the exact values
         of the game whose players are the groups (with ``background``, of
         the interventional game of the groups).
@@ -217,10 +217,10 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, groups=No
     """
     kind, parameters = check_game("beta", alpha=alpha, beta=beta)
     return semivalues(model, X, kind=kind, parameters=parameters, background=background,
-                      groups=groups, n_jobs=n_jobs, verbose=verbose)
+                      feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose)
 
 
-def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None,
+def banzhaf_values(model, X, *, q=0.5, background=None, feature_groups=None, n_jobs=None,
                    verbose="auto"):
     """Exact weighted Banzhaf values ``grad F(q 1)`` of the path-dependent game.
 
@@ -233,7 +233,7 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
     q : float in (0, 1), default=0.5
     background : array-like, DataFrame or sparse matrix, default=None
         If given, the values of the interventional game (see :func:`shap_values`).
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (see :func:`shap_values`): the exact values
         of the game whose players are the groups (with ``background``, of
         the interventional game of the groups).
@@ -259,7 +259,7 @@ def banzhaf_values(model, X, *, q=0.5, background=None, groups=None, n_jobs=None
     """
     kind, parameters = check_game("banzhaf", q=q)
     return semivalues(model, X, kind=kind, parameters=parameters, background=background,
-                      groups=groups, n_jobs=n_jobs, verbose=verbose)
+                      feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose)
 
 
 def saabas_values(model, X, *, n_jobs=None, verbose="auto"):
@@ -317,7 +317,7 @@ def predict_raw(model, X, *, n_jobs=None, verbose="auto"):
                     desc="Raw predictions", seconds_per_row=semivalue_seconds(call.ensemble, 1))
 
 
-def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None, verbose="auto"):
+def probabilistic_values(model, X, weights, *, feature_groups=None, n_jobs=None, verbose="auto"):
     """Any probabilistic value (semivalue) of the path-dependent game, by TreeProb.
 
     ``phi_i = sum over S in N \\ {i} of weights[|S|] * (v_x(S + i) - v_x(S))``
@@ -358,9 +358,9 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None, verbose
         Rows to explain.
     weights : array-like of shape (n_features,) or (n_players,)
         Non-negative weight of a coalition of each size s = 0..n-1, n the
-        number of players: the features, or with ``groups`` the groups
+        number of players: the features, or with ``feature_groups`` the groups
         (then the columns in no group, each a player of its own).
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (see :func:`shap_values`): the exact values
         of the game whose n players are the groups, with ``weights`` over
         coalitions of groups. The result has one column per player, the
@@ -406,17 +406,17 @@ def probabilistic_values(model, X, weights, *, groups=None, n_jobs=None, verbose
 
     >>> groups = {"blood": [4, 5, 6, 7, 8, 9], "body": [2, 3]}
     >>> shapley = [1 / (4 * comb(3, s)) for s in range(4)]
-    >>> phi = probabilistic_values(model, X[:3], shapley, groups=groups)
+    >>> phi = probabilistic_values(model, X[:3], shapley, feature_groups=groups)
     >>> phi.shape
     (3, 5)
-    >>> bool(np.allclose(phi, shap_values(model, X[:3], groups=groups)))
+    >>> bool(np.allclose(phi, shap_values(model, X[:3], feature_groups=groups)))
     True
     """
-    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose)
+    call = prepare(model, X, feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose)
     n_players = call.n_players
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != (n_players,):
-        what = "feature" if groups is None else "player (group, or column in no group)"
+        what = "feature" if feature_groups is None else "player (group, or column in no group)"
         raise ValueError(
             f"weights must have one entry per coalition size 0..{n_players - 1} of the "
             f"{n_players} players (one per {what}), shape ({n_players},); got shape "

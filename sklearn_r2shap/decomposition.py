@@ -43,7 +43,7 @@ __all__ = ["r2_decomposition", "R2Decomposition", "r2_interactions", "R2Interact
 
 def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
                      verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                     n_permutations=2, max_samples=None, random_state=None, groups=None):
+                     n_permutations=2, max_samples=None, random_state=None, feature_groups=None):
     """Shapley decomposition of a tree model's R^2 or D^2 on (X, y) (Q-SHAP).
 
     For a single tree, R2_j = -(1/Q0) sum_i Sh_j[S -> (y_i - v_S(x_i))^2]
@@ -137,7 +137,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         Seeds the row subset and the sampled algorithm's feature orders
         (each row's orders depend only on the seed and the row's index, not
         on chunks or threads).
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (as in :func:`shap_values`): the shares are
         the exact Shapley values of the R^2 (or D^2) game whose players are
         the groups, named by the mapping's keys, then the columns in no
@@ -240,8 +240,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     options = _Options(algorithm=algorithm, exact_budget=exact_budget,
                        n_permutations=n_permutations, max_samples=max_samples,
                        random_state=random_state)
-    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose,
-                   ensemble_of=to_ensemble if groups is None else explainable_ensemble)
+    call = prepare(model, X, feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose,
+                   ensemble_of=to_ensemble if feature_groups is None else explainable_ensemble)
     if is_multi_output_regression(call.ensemble):
         return _per_output_decomposition(call, y, sample_weight=sample_weight,
                                          return_local=return_local, options=options)
@@ -258,7 +258,7 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
 
 
 def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jobs=None,
-                    verbose="auto", max_samples=None, random_state=None, groups=None):
+                    verbose="auto", max_samples=None, random_state=None, feature_groups=None):
     """Exact Shapley main effects and pairs' interaction shares of a model's R^2 or D^2.
 
     Splits each feature's share of the score, as :func:`r2_decomposition`
@@ -303,7 +303,7 @@ def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jo
         the standard errors include the subsampling.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset.
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (as in :func:`r2_decomposition`): main
         effects and interactions of groups.
 
@@ -354,8 +354,8 @@ def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jo
     """
     options = _Options(algorithm="exact", exact_budget=np.inf, n_permutations=2,
                        max_samples=max_samples, random_state=random_state)
-    call = prepare(model, X, groups=groups, n_jobs=n_jobs, verbose=verbose,
-                   ensemble_of=to_ensemble if groups is None else explainable_ensemble)
+    call = prepare(model, X, feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose,
+                   ensemble_of=to_ensemble if feature_groups is None else explainable_ensemble)
     if is_multi_output_regression(call.ensemble):
         raise UnsupportedModelError(
             f"r2_interactions decomposes the score of one output; {call.ensemble.model_type} "

@@ -81,7 +81,7 @@ class TreeExplainer:
         for bit).
     verbose : "auto" or int, default="auto"
         Progress of long calls, as in :func:`~sklearn_r2shap.shap_values`.
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (see :func:`~sklearn_r2shap.shap_values`):
         one value per group. Not with interaction values.
 
@@ -135,7 +135,7 @@ class TreeExplainer:
     """
 
     def __init__(self, model, data=None, *, feature_perturbation="auto", model_output="raw",
-                 feature_names=None, n_jobs=None, verbose="auto", groups=None):
+                 feature_names=None, n_jobs=None, verbose="auto", feature_groups=None):
         if isinstance(model, TreeExplainer):
             raise TypeError("model is already a TreeExplainer; pass the model it explains.")
         if feature_perturbation not in _PERTURBATIONS:
@@ -164,7 +164,7 @@ class TreeExplainer:
         self.feature_names = None if feature_names is None else list(feature_names)
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.groups = groups
+        self.feature_groups = feature_groups
         self._fitted = _fitted_objects(model)
         last = _pipeline.final_step(model)  # checks a Pipeline's steps
         # a copy: a TreeEnsemble given as the model keeps its own (unprepared) games
@@ -228,7 +228,7 @@ class TreeExplainer:
         Returns
         -------
         ndarray of shape (n_rows, n_features) or (n_rows, n_features, n_outputs)
-            The values (with ``groups``: one column per group); for one 1-D
+            The values (with ``feature_groups``: one column per group); for one 1-D
             row, shape (n_features,) or (n_features, n_outputs). A row sums,
             with :attr:`expected_value`, to the raw prediction.
         """
@@ -236,13 +236,13 @@ class TreeExplainer:
         X, one_row = _rows(X)
         model = self.__sklearn_r2shap_model__()
         if approximate:
-            if self.data is not None or self.groups is not None:
+            if self.data is not None or self.feature_groups is not None:
                 raise ValueError("approximate=True gives Saabas contributions of the "
                                  "path-dependent game, per feature: make the explainer "
-                                 "without data and groups.")
+                                 "without data and feature_groups.")
             phi = saabas_values(model, X, n_jobs=self.n_jobs, verbose=self.verbose)
         else:
-            phi = semivalues(model, X, background=self.data, groups=self.groups,
+            phi = semivalues(model, X, background=self.data, feature_groups=self.feature_groups,
                              n_jobs=self.n_jobs, verbose=self.verbose)
         values, _ = _shap_layout(phi, self.ensemble.n_outputs)
         return values[0] if one_row else values
@@ -265,9 +265,9 @@ class TreeExplainer:
             to feature i's SHAP value. For one 1-D row, without the row axis.
         """
         self._check_call(y, tree_limit)
-        if self.data is not None or self.groups is not None:
+        if self.data is not None or self.feature_groups is not None:
             raise ValueError("Interaction values are those of the path-dependent game, per "
-                             "feature: make the explainer without data and groups.")
+                             "feature: make the explainer without data and feature_groups.")
         X, one_row = _rows(X)
         phi = shap_interaction_values(self.__sklearn_r2shap_model__(), X, n_jobs=self.n_jobs,
                                       verbose=self.verbose)
@@ -297,8 +297,8 @@ class TreeExplainer:
         self._check_call(y, None)
         X, one_row = _rows(X)
         result = explain(self.__sklearn_r2shap_model__(), X, background=self.data,
-                         groups=self.groups, interactions=interactions, n_jobs=self.n_jobs,
-                         verbose=self.verbose)
+                         feature_groups=self.feature_groups, interactions=interactions,
+                         n_jobs=self.n_jobs, verbose=self.verbose)
         if self.feature_names is not None:
             if len(self.feature_names) != result.values.shape[1]:
                 raise ValueError(f"feature_names has {len(self.feature_names)} names for "

@@ -326,10 +326,10 @@ def _interaction_layout(phi, n_outputs):
     return phi[:, :, :-1, :-1].transpose(0, 2, 3, 1)
 
 
-def _group_data(X, groups, names):
-    """With ``groups="input"``: the input columns the groups stand for (a group's
+def _group_data(X, feature_groups, names):
+    """With ``feature_groups="input"``: the input columns the groups stand for (a group's
     data is one input column); else None (a group has no single value)."""
-    if not (isinstance(groups, str) and groups == "input"):
+    if not (isinstance(feature_groups, str) and feature_groups == "input"):
         return None
     inputs = column_names(X)
     inputs = ([f"x{j}" for j in range(np.shape(X)[1])] if inputs is None
@@ -338,7 +338,7 @@ def _group_data(X, groups, names):
     return dense[:, [inputs.index(str(n)) for n in names]]
 
 
-def explain(model, X, *, background=None, groups=None, interactions=False, n_jobs=None,
+def explain(model, X, *, background=None, feature_groups=None, interactions=False, n_jobs=None,
             verbose="auto"):
     """Exact SHAP values of a tree model (or a Pipeline ending in one) as an :class:`Explanation`.
 
@@ -358,7 +358,7 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
         Rows of the interventional game (page "Local attributions"); None
         gives the path-dependent values (TreeSHAP's game). For a Pipeline,
         transformed as X.
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (see :func:`~sklearn_r2shap.shap_values`):
         exact Shapley values of the groups, one value per group, named by the
         mapping's keys (then the columns in no group). ``"input"`` for a
@@ -393,14 +393,14 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     >>> e[0, "petal length (cm)"].values.shape   # one row, one feature: one value per class
     (3,)
     """
-    if groups is not None and interactions:
-        raise ValueError("groups= gives the Shapley values of the groups; it cannot be "
+    if feature_groups is not None and interactions:
+        raise ValueError("feature_groups= gives the Shapley values of the groups; it cannot be "
                          "combined with interactions=True (interaction values are "
                          "per feature): pass one of them.")
     if background is not None and interactions:
         raise ValueError("interactions=True computes the path-dependent interaction "
                          "values; pass background=None with it.")
-    call = prepare(model, X, groups=groups, background=background, n_jobs=n_jobs,
+    call = prepare(model, X, feature_groups=feature_groups, background=background, n_jobs=n_jobs,
                    verbose=verbose, in_memory=(
                        "explain() holds its rows in memory; pass X.compute() of the rows to "
                        "explain, or use shap_values on the dask collection (a lazy dask "
@@ -408,10 +408,10 @@ def explain(model, X, *, background=None, groups=None, interactions=False, n_job
     ensemble = call.ensemble
     phi = semivalues_of(call)
     game = "interventional" if background is not None else "path-dependent"
-    if groups is not None:
+    if feature_groups is not None:
         names = call.players
         description = game + " SHAP values of feature groups"
-        data = _group_data(X, groups, names)
+        data = _group_data(X, feature_groups, names)
     else:
         names = call.names
         description = game + " SHAP values"

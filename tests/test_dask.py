@@ -591,7 +591,7 @@ def test_r2_input_errors(client):
 
 def test_groups_equal_in_memory(client):
     """shap_values, banzhaf_values, probabilistic_values (path-dependent and, for
-    shap_values, interventional) and r2_decomposition with groups= on a dask
+    shap_values, interventional) and r2_decomposition with feature_groups= on a dask
     array and a dask DataFrame (groups by name, a categorical column in a group)
     against the in-memory calls."""
     from sklearn.ensemble import HistGradientBoostingRegressor
@@ -616,10 +616,11 @@ def test_groups_equal_in_memory(client):
               y_frame[kept.index].to_numpy(), named)]
     for model, X_mem, X_dask, y_mem, y_dask, g in cases:
         functions = [
-            ("shap", lambda X_: sr.shap_values(model, X_, groups=g)),
-            ("banzhaf", lambda X_: sr.banzhaf_values(model, X_, q=0.3, groups=g)),
-            ("probabilistic", lambda X_: probabilistic_values(model, X_, weights, groups=g)),
-            ("interventional", lambda X_: sr.shap_values(model, X_, groups=g,
+            ("shap", lambda X_: sr.shap_values(model, X_, feature_groups=g)),
+            ("banzhaf", lambda X_: sr.banzhaf_values(model, X_, q=0.3, feature_groups=g)),
+            ("probabilistic",
+             lambda X_: probabilistic_values(model, X_, weights, feature_groups=g)),
+            ("interventional", lambda X_: sr.shap_values(model, X_, feature_groups=g,
                                                          background=X_mem[:40])),
         ]
         lazy = {name: f(X_dask) for name, f in functions}
@@ -631,5 +632,5 @@ def test_groups_equal_in_memory(client):
             assert expected.shape == (len(X_mem), 4), name
             np.testing.assert_allclose(computed[name], expected, rtol=0, atol=TOL,
                                        err_msg=f"{type(model).__name__} {name}")
-        got = check_r2(model, X_mem, y_mem, X_dask, y_dask, groups=g)
+        got = check_r2(model, X_mem, y_mem, X_dask, y_dask, feature_groups=g)
         assert list(got.feature_names) == ["a", "b", "x2" if g is groups else "f2"]

@@ -208,9 +208,9 @@ def test_groups_and_saabas():
     X, y = load_diabetes(return_X_y=True)
     model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
     groups = {"blood": [4, 5, 6, 7, 8, 9]}
-    grouped = TreeExplainer(model, groups=groups)
+    grouped = TreeExplainer(model, feature_groups=groups)
     np.testing.assert_allclose(grouped.shap_values(X[:5]),
-                               shap_values(model, X[:5], groups=groups)[:, :-1], atol=1e-10)
+                               shap_values(model, X[:5], feature_groups=groups)[:, :-1], atol=1e-10)
     np.testing.assert_array_equal(  # the grouped game is prepared too
         np.concatenate([grouped.shap_values(X[:2]), grouped.shap_values(X[2:300])]),
         grouped.shap_values(X[:300]))

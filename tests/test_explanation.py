@@ -207,13 +207,13 @@ def test_background_interactions_groups(regression):
     full = shap_interaction_values(model, X.iloc[:10])
     np.testing.assert_array_equal(e.interaction_values, full[:, :-1, :-1])
     np.testing.assert_allclose(e.interaction_values.sum(axis=2), e.values, atol=1e-9)
-    e = explain(model, X.iloc[:10], groups={"g": ["bmi", "s5"]})
-    phi = shap_values(model, X.iloc[:10], groups={"g": ["bmi", "s5"]})
+    e = explain(model, X.iloc[:10], feature_groups={"g": ["bmi", "s5"]})
+    phi = shap_values(model, X.iloc[:10], feature_groups={"g": ["bmi", "s5"]})
     np.testing.assert_array_equal(e.values, phi[:, :-1])
     assert list(e.feature_names) == ["g"] + [n for n in X.columns if n not in ("bmi", "s5")]
     assert e.data is None  # a group has no single feature value
     with pytest.raises(ValueError, match="cannot be combined"):
-        explain(model, X.iloc[:10], groups={"g": ["bmi"]}, interactions=True)
+        explain(model, X.iloc[:10], feature_groups={"g": ["bmi"]}, interactions=True)
 
 
 def test_explanation_from_arrays_checks_shapes():

@@ -101,7 +101,7 @@ def test_against_enumeration_of_group_subsets(models, route, monkeypatch):
         ensemble = to_ensemble(model)
         for groups in GROUPS:
             players = _players(groups, X.shape[1])
-            phi = semivalues(model, X[:5], groups=groups, route=route)
+            phi = semivalues(model, X[:5], feature_groups=groups, route=route)
             phi = phi if phi.ndim == 3 else phi[:, None, :]
             assert phi.shape[-1] == len(players) + 1, name
             for i in range(5):
@@ -115,7 +115,7 @@ def test_against_enumeration_of_group_subsets(models, route, monkeypatch):
 def test_group_value_is_not_the_sum_of_members(models):
     _, model, X = models[0]
     groups = {"a": [0, 1]}  # x0 * x1 interact
-    grouped = shap_values(model, X[:50], groups=groups)
+    grouped = shap_values(model, X[:50], feature_groups=groups)
     members = shap_values(model, X[:50])
     # efficiency holds for both, so the group total and the members' sum share a mean...
     np.testing.assert_allclose(grouped[:, :-1].sum(axis=1), members[:, :-1].sum(axis=1),
@@ -128,7 +128,7 @@ def test_group_value_is_not_the_sum_of_members(models):
 def test_singleton_groups_are_shap_values(models):
     for name, model, X in models:
         singletons = {f"g{j}": [j] for j in range(X.shape[1])}
-        np.testing.assert_allclose(shap_values(model, X[:20], groups=singletons),
+        np.testing.assert_allclose(shap_values(model, X[:20], feature_groups=singletons),
                                    shap_values(model, X[:20]), atol=1e-12, err_msg=name)
 
 
@@ -157,11 +157,11 @@ def test_groups_input_equals_explicit_groups():
         "size": ["num__size"],
         "weight": ["num__weight"],
     }
-    got = shap_values(pipeline, X.iloc[:30], groups="input")
-    want = shap_values(pipeline, X.iloc[:30], groups=explicit)
+    got = shap_values(pipeline, X.iloc[:30], feature_groups="input")
+    want = shap_values(pipeline, X.iloc[:30], feature_groups=explicit)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got.sum(axis=1), pipeline.predict(X.iloc[:30]), atol=1e-10)
-    e = explain(pipeline, X.iloc[:30], groups="input")
+    e = explain(pipeline, X.iloc[:30], feature_groups="input")
     assert list(e.feature_names) == ["colour", "shape", "size", "weight"]
     np.testing.assert_array_equal(e.values, got[:, :-1])
     np.testing.assert_array_equal(e.data, X.iloc[:30][["colour", "shape", "size", "weight"]]
@@ -179,22 +179,22 @@ def test_groups_input_refuses_mixed_columns():
     X = rng.normal(size=(200, 4))
     pipeline = Pipeline([("pca", PCA(n_components=3)),
                          ("model", GradientBoostingRegressor(n_estimators=3))]).fit(X, X[:, 0])
-    with pytest.raises(ValueError, match="'pca' \\(PCA\\).*pass explicit groups"):
-        shap_values(pipeline, X, groups="input")
+    with pytest.raises(ValueError, match="'pca' \\(PCA\\).*pass explicit feature_groups"):
+        shap_values(pipeline, X, feature_groups="input")
 
 
 def test_group_errors(models):
     _, model, X = models[0]
     with pytest.raises(ValueError, match="in two groups"):
-        shap_values(model, X[:3], groups={"a": [0, 1], "b": [1, 2]})
+        shap_values(model, X[:3], feature_groups={"a": [0, 1], "b": [1, 2]})
     with pytest.raises(ValueError, match="no column named 'z'"):
-        shap_values(model, X[:3], groups={"a": ["z"]})
+        shap_values(model, X[:3], feature_groups={"a": ["z"]})
     with pytest.raises(ValueError, match="out of range"):
-        shap_values(model, X[:3], groups={"a": [9]})
+        shap_values(model, X[:3], feature_groups={"a": [9]})
     with pytest.raises(TypeError, match="mapping"):
-        shap_values(model, X[:3], groups=[[0, 1]])
+        shap_values(model, X[:3], feature_groups=[[0, 1]])
     with pytest.raises(ValueError, match="'input'"):
-        shap_values(model, X[:3], groups="inputs")
+        shap_values(model, X[:3], feature_groups="inputs")
 
 
 # --------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_r2_decomposition_of_groups_against_enumeration():
                   .fit(X, y),
                   RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, y),
                   xgboost.XGBRegressor(n_estimators=4, max_depth=3).fit(X, y)):
-        result = r2_decomposition(model, X, y, groups=groups, return_local=True)
+        result = r2_decomposition(model, X, y, feature_groups=groups, return_local=True)
         want = reference_group_r2(to_ensemble(model), X, y, players)
         assert np.abs(want).max() > 1e-3
         np.testing.assert_allclose(result.shares, want, atol=1e-10,
@@ -273,13 +273,13 @@ def test_r2_decomposition_groups_input_on_pipeline():
 
     pipeline, X = _pipeline()
     y = pipeline.predict(X) + np.random.default_rng(5).normal(size=len(X))
-    result = r2_decomposition(pipeline, X, y, groups="input")
+    result = r2_decomposition(pipeline, X, y, feature_groups="input")
     assert list(result.feature_names) == ["colour", "shape", "size", "weight"]
     names = list(pipeline[:-1].get_feature_names_out())
     explicit = {c: [n for n in names if n.split("__")[1].startswith(c)]
                 for c in ["colour", "shape", "size", "weight"]}
     np.testing.assert_array_equal(
-        result.shares, r2_decomposition(pipeline, X, y, groups=explicit).shares)
+        result.shares, r2_decomposition(pipeline, X, y, feature_groups=explicit).shares)
     np.testing.assert_allclose(result.shares.sum(),
                                r2_decomposition(pipeline, X, y).shares.sum(), atol=1e-12)
 
@@ -290,9 +290,9 @@ def test_selector_with_groups_selects_whole_groups():
     X, y = _data(n=300)
     model = GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0).fit(X, y)
     groups = {"a": [0, 1], "b": [4, 5]}
-    selector = ShapleyR2Importance(model, prefit=True, groups=groups, max_features=2,
+    selector = ShapleyR2Importance(model, prefit=True, feature_groups=groups, max_features=2,
                                    threshold=-np.inf).fit(X, y)
-    want = r2_decomposition(model, X, y, groups=groups)
+    want = r2_decomposition(model, X, y, feature_groups=groups)
     np.testing.assert_array_equal(selector.feature_importances_, want.shares)
     assert list(selector.explained_feature_names_) == ["a", "b", "x2", "x3"]
     top = np.argsort(-want.shares, kind="mergesort")[:2]
@@ -307,9 +307,9 @@ def test_selector_groups_input_on_pipeline_selects_input_columns():
 
     pipeline, X = _pipeline()
     y = pipeline.predict(X) + np.random.default_rng(1).normal(size=len(X))
-    selector = ShapleyR2Importance(pipeline, prefit=True, groups="input",
+    selector = ShapleyR2Importance(pipeline, prefit=True, feature_groups="input",
                                    threshold="mean").fit(X, y)
-    want = r2_decomposition(pipeline, X, y, groups="input")
+    want = r2_decomposition(pipeline, X, y, feature_groups="input")
     np.testing.assert_array_equal(selector.feature_importances_, want.shares)
     kept = [n for n, s in zip(want.feature_names, want.shares)
             if s >= np.mean(want.shares)]
@@ -317,13 +317,13 @@ def test_selector_groups_input_on_pipeline_selects_input_columns():
     selector.set_output(transform="pandas")
     assert list(selector.transform(X).columns) == [c for c in X.columns if c in kept]
     # fitted by the selector, cross-fitted too
-    crossed = ShapleyR2Importance(pipeline, groups="input", cv=3).fit(X, y)
+    crossed = ShapleyR2Importance(pipeline, feature_groups="input", cv=3).fit(X, y)
     assert crossed.cv_shares_.shape == (3, 4) and crossed.method_ == "qshap"
     # explicit groups of transformed columns cannot select input columns
     names = list(pipeline[:-1].get_feature_names_out())
     explicit = ShapleyR2Importance(pipeline, prefit=True,
-                                   groups={"colour": names[:4]}).fit(X, y)
-    with pytest.raises(ValueError, match="groups='input'"):
+                                   feature_groups={"colour": names[:4]}).fit(X, y)
+    with pytest.raises(ValueError, match="feature_groups='input'"):
         explicit.transform(X)
 
 
@@ -344,9 +344,10 @@ def test_groups_input_with_a_passthrough_remainder():
     names = list(pipeline[:-1].get_feature_names_out())
     explicit = {"band": [n for n in names if n.startswith("onehotencoder__band_")],
                 "u": ["remainder__u"], "v": ["remainder__v"]}
-    got = shap_values(pipeline, X.iloc[:20], groups="input")
-    np.testing.assert_array_equal(got, shap_values(pipeline, X.iloc[:20], groups=explicit))
-    assert list(explain(pipeline, X.iloc[:20], groups="input").feature_names) == ["band", "u", "v"]
+    got = shap_values(pipeline, X.iloc[:20], feature_groups="input")
+    np.testing.assert_array_equal(got, shap_values(pipeline, X.iloc[:20], feature_groups=explicit))
+    assert list(explain(pipeline, X.iloc[:20], feature_groups="input").feature_names) == [
+        "band", "u", "v"]
 
 
 def test_banzhaf_and_beta_shapley_values_of_groups_against_enumeration(models):
@@ -354,9 +355,10 @@ def test_banzhaf_and_beta_shapley_values_of_groups_against_enumeration(models):
 
     q, alpha, beta = 0.3, 4, 2
     semivalues = {
-        "banzhaf": (lambda m, X, g: banzhaf_values(m, X, q=q, groups=g),
+        "banzhaf": (lambda m, X, g: banzhaf_values(m, X, q=q, feature_groups=g),
                     lambda s, K: q ** s * (1 - q) ** (K - 1 - s)),
-        "beta": (lambda m, X, g: beta_shapley_values(m, X, alpha=alpha, beta=beta, groups=g),
+        "beta": (lambda m, X, g: beta_shapley_values(m, X, alpha=alpha, beta=beta,
+                                                     feature_groups=g),
                  lambda s, K: math.exp(math.lgamma(s + beta) + math.lgamma(K - 1 - s + alpha)
                                        - math.lgamma(K + alpha + beta - 1)
                                        - (math.lgamma(alpha) + math.lgamma(beta)

@@ -28,7 +28,7 @@ pd = pytest.importorskip("pandas")
 
 
 # --------------------------------------------------------------------------
-# probabilistic_values(groups=): TreeProb with the groups as its n players
+# probabilistic_values(feature_groups=): TreeProb with the groups as its n players
 # --------------------------------------------------------------------------
 GROUPS = [{"a": [0, 3], "b": [1, 4, 5]}, {"pair": [4, 5]}]
 
@@ -57,7 +57,7 @@ def test_probabilistic_values_of_groups_against_enumeration(models, route, monke
             if route == "quadrature":  # the rule is used (not the TreeProb fallback)
                 amplification = games._semivalue_rule(w, K)[2]
                 assert amplification <= games._RULE_MAX_AMPLIFICATION
-            phi = probabilistic_values(model, X[:3], w, groups=groups)
+            phi = probabilistic_values(model, X[:3], w, feature_groups=groups)
             phi = phi if phi.ndim == 3 else phi[:, None, :]
             assert phi.shape[-1] == K + 1, name
             for i in range(3):
@@ -76,19 +76,19 @@ def test_probabilistic_values_of_groups_special_cases_and_errors(models):
     K = len(_players(groups, X.shape[1]))
     shapley = [math.factorial(s) * math.factorial(K - 1 - s) / math.factorial(K)
                for s in range(K)]
-    np.testing.assert_allclose(probabilistic_values(model, X[:20], shapley, groups=groups),
-                               shap_values(model, X[:20], groups=groups), atol=1e-12)
+    np.testing.assert_allclose(probabilistic_values(model, X[:20], shapley, feature_groups=groups),
+                               shap_values(model, X[:20], feature_groups=groups), atol=1e-12)
     banzhaf = [0.3 ** s * 0.7 ** (K - 1 - s) for s in range(K)]
-    np.testing.assert_allclose(probabilistic_values(model, X[:20], banzhaf, groups=groups),
-                               banzhaf_values(model, X[:20], q=0.3, groups=groups),
+    np.testing.assert_allclose(probabilistic_values(model, X[:20], banzhaf, feature_groups=groups),
+                               banzhaf_values(model, X[:20], q=0.3, feature_groups=groups),
                                atol=1e-12)
     # the weights count the players (3 here), not the 6 columns
     with pytest.raises(ValueError, match=r"0\.\.2 of the 3 players.*got shape \(6,\)"):
-        probabilistic_values(model, X[:3], np.ones(6) / 6, groups=groups)
+        probabilistic_values(model, X[:3], np.ones(6) / 6, feature_groups=groups)
 
 
 # --------------------------------------------------------------------------
-# groups= with background=: the interventional game of the groups
+# feature_groups= with background=: the interventional game of the groups
 # --------------------------------------------------------------------------
 def interventional_brute_force(raw, x_rows, background, players,
                                weight=reference.shapley_weight):
@@ -129,11 +129,11 @@ IV_GROUPS = {"a": [0, 3], "b": [1, 2]}
 IV_PLAYERS = [[0, 3], [1, 2], [4]]
 
 
-def check_groups(model, raw, rows, background, *, groups=IV_GROUPS, players=IV_PLAYERS,
-                 rtol=1e-7, route=None):
+def check_groups(model, raw, rows, background, *, feature_groups=IV_GROUPS,
+                 players=IV_PLAYERS, rtol=1e-7, route=None):
     """Grouped interventional SHAP values (on ``route``; None: by cost) against
     enumeration, efficiency and the expected value."""
-    phi = semivalues(model, rows, background=background, groups=groups, route=route)
+    phi = semivalues(model, rows, background=background, feature_groups=feature_groups, route=route)
     phi = phi if phi.ndim == 3 else phi[:, None, :]
     ref = interventional_brute_force(raw, rows, background, players)
     scale = max(1.0, float(np.abs(ref).max()))
@@ -185,7 +185,7 @@ def test_interventional_groups_xgboost_nan_and_categorical_frame():
     assert_categorical(model)
     # groups by column name
     check_groups(model, functools.partial(model.predict, output_margin=True), frame.iloc[:3],
-                 frame.iloc[100:112], groups={"a": ["f0", "f3"], "b": ["f1", "f2"]},
+                 frame.iloc[100:112], feature_groups={"a": ["f0", "f3"], "b": ["f1", "f2"]},
                  rtol=1e-5)
 
 
@@ -244,9 +244,9 @@ def test_interventional_groups_banzhaf_beta_and_both_routes(monkeypatch, route):
     check_groups(model, raw, rows, bg, rtol=1e-5, route=route)
     for phi, weight in (
             (semivalues(model, rows, kind="banzhaf", parameters=(0.3,), background=bg,
-                        groups=IV_GROUPS, route=route), reference.banzhaf_weight(0.3)),
+                        feature_groups=IV_GROUPS, route=route), reference.banzhaf_weight(0.3)),
             (semivalues(model, rows, kind="beta", parameters=(4, 2), background=bg,
-                        groups=IV_GROUPS, route=route), reference.beta_weight(4, 2))):
+                        feature_groups=IV_GROUPS, route=route), reference.beta_weight(4, 2))):
         ref = interventional_brute_force(raw, rows, bg, IV_PLAYERS, weight)[:, 0]
         assert np.abs(ref).max() > 1e-2
         np.testing.assert_allclose(phi[:, :-1], ref, rtol=0, atol=1e-5 * np.abs(ref).max())
@@ -260,25 +260,25 @@ def test_interventional_singleton_groups_are_the_interventional_values():
         X, np.digitize(y, [-0.5, 0.5]))
     singletons = {f"g{j}": [j] for j in range(X.shape[1])}
     np.testing.assert_allclose(
-        shap_values(model, X[:30], background=X[100:160], groups=singletons),
+        shap_values(model, X[:30], background=X[100:160], feature_groups=singletons),
         shap_values(model, X[:30], background=X[100:160]), rtol=0, atol=1e-12)
 
 
 def test_interventional_groups_input_on_a_pipeline_against_input_columns():
-    # groups="input": hybrid rows of the *input* columns through the whole Pipeline
+    # feature_groups="input": hybrid rows of the *input* columns through the whole Pipeline
     from test_groups import _pipeline
 
     pipeline, X = _pipeline()
     rows, bg = X.iloc[:3], X.iloc[100:110]
-    phi = shap_values(pipeline, rows, background=bg, groups="input")
+    phi = shap_values(pipeline, rows, background=bg, feature_groups="input")
     players = [[list(X.columns).index(c)] for c in ["colour", "shape", "size", "weight"]]
     ref = interventional_brute_force(pipeline.predict, rows, bg, players)[:, 0]
     assert np.abs(ref).max() > 1e-2
     np.testing.assert_allclose(phi[:, :-1], ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(phi[:, -1], pipeline.predict(bg).mean(), atol=1e-10)
-    e = explain(pipeline, rows, background=bg, groups="input")
+    e = explain(pipeline, rows, background=bg, feature_groups="input")
     np.testing.assert_array_equal(e.values, phi[:, :-1])
     assert list(e.feature_names) == ["colour", "shape", "size", "weight"]
     assert e.description == "interventional SHAP values of feature groups"
     with pytest.raises(ValueError, match="interactions=True"):
-        explain(pipeline, rows, groups="input", interactions=True)
+        explain(pipeline, rows, feature_groups="input", interactions=True)

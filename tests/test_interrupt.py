@@ -116,7 +116,7 @@ def _public_calls():
     shapley = [0.25, 1 / 12, 1 / 12, 0.25]
     return {
         "shap_values": lambda v: sr.shap_values(model, rows, verbose=v),
-        "shap_values(groups)": lambda v: sr.shap_values(model, rows, groups={"a": [0, 1]},
+        "shap_values(groups)": lambda v: sr.shap_values(model, rows, feature_groups={"a": [0, 1]},
                                                         verbose=v),
         "shap_values(background)": lambda v: sr.shap_values(model, rows, background=background,
                                                             verbose=v),

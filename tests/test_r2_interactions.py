@@ -269,7 +269,7 @@ def test_groups_against_enumeration():
     groups = {"a": [0, 3], "b": [1, 4, 5]}
     players = _players(groups, X.shape[1])
     model = GradientBoostingRegressor(n_estimators=4, max_depth=3, random_state=0).fit(X, y)
-    result = r2_interactions(model, X, y, groups=groups, return_local=True)
+    result = r2_interactions(model, X, y, feature_groups=groups, return_local=True)
     assert list(result.feature_names) == ["a", "b", "x2"]
     assert result.shares.shape == (3, 3) and result.local.shape == (60, 3, 3)
     np.testing.assert_allclose(result.shares.sum(axis=1),

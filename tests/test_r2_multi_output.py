@@ -186,7 +186,7 @@ def test_single_output_ensemble_predicts_its_column():
 
 def test_groups_per_output():
     model, X, Y, _, results = case("decision-tree-nan")
-    grouped = r2_decomposition(model, X, Y, groups={"g": [0, 1]})
+    grouped = r2_decomposition(model, X, Y, feature_groups={"g": [0, 1]})
     for a, b in zip(grouped, results):
         assert list(a.feature_names) == ["g", "x2", "x3"]
         assert abs(a.shares.sum() - b.shares.sum()) < 1e-10  # the total is the same

@@ -229,8 +229,8 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         else:
             inputs = np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
         names = getattr(self, "_explained_names", None)
-        if getattr(self, "groups", None) is not None:
-            # groups (ShapleyR2Importance(groups=...)): whole groups are selected
+        if getattr(self, "feature_groups", None) is not None:
+            # feature groups (ShapleyR2Importance(feature_groups=...)): whole groups are selected
             self.explained_feature_names_ = np.asarray(names, dtype=object)
             self._selects_inputs = getattr(self, "_group_columns", None) is not None
             return
@@ -282,7 +282,7 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 f"make ({shown}; explained_feature_names_), not to its {self.n_features_in_} "
                 "input columns, so it cannot select input columns (transform, get_support, "
                 "get_feature_names_out). Read feature_importances_ with "
-                "explained_feature_names_, pass groups='input' (ShapleyR2Importance) to "
+                "explained_feature_names_, pass feature_groups='input' (ShapleyR2Importance) to "
                 "score and select input columns, or select the transformed columns by putting "
                 "the selector inside the Pipeline, before the model."
             )

@@ -88,7 +88,10 @@ def rejected(pvalues, method, alpha):
 def choose_n_features(n_features, fold_scores, rule):
     """Index into ``n_features`` chosen from cross-validated curves.
 
-    ``fold_scores`` is (n_steps, n_folds). "best": the largest mean score;
+    ``n_features`` is the count of each step, of the units eliminated (the
+    features, or the feature groups: ShapleyR2RFECV's
+    ``cv_results_["n_feature_groups"]``). ``fold_scores`` is (n_steps, n_folds).
+    "best": the largest mean score;
     "one_se": with b that step and se_b = sd(a_b) / sqrt(K) (ddof=1), the
     fewest features whose mean score is >= mean(a_b) - se_b. Mean scores
     equal to a relative 1e-9 count as equal, and equal means go to the

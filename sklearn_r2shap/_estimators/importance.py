@@ -14,8 +14,9 @@ import time
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-from sklearn.model_selection import check_cv
+from sklearn.model_selection import GroupKFold, StratifiedGroupKFold, check_cv
 from sklearn.utils import _safe_indexing, check_array
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups, _pipeline
@@ -102,7 +103,9 @@ class ShapleyR2Importance(BaseTreeSelector):
         share is the mean over the fold's rows (``decomposition_``);
         shapFlex: the fold values are averaged. ``cv_shares_`` keeps
         the fold values, and the estimator is then refitted on all the
-        data for ``transform``.
+        data for ``transform``. A group splitter (e.g.
+        :class:`~sklearn.model_selection.GroupKFold`) takes ``fit``'s
+        ``groups``.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores).
     verbose : "auto" or int, default="auto"
@@ -124,13 +127,14 @@ class ShapleyR2Importance(BaseTreeSelector):
         rows, or a fraction); the shares estimate those of all rows.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subset and the sampled algorithm.
-    groups : mapping or "input", default=None
+    feature_groups : mapping or "input", default=None
         Feature groups as players (Q-SHAP only, see :func:`r2_decomposition`):
         ``feature_importances_`` holds one exact Shapley share per group (the
         groups, then the columns in no group), and ``transform`` keeps or
         drops whole groups. ``"input"`` for a Pipeline: one share per input
         column (its one-hot columns together), so that input columns are
-        selected.
+        selected. (The cross-validation groups of the rows are ``fit``'s
+        ``groups``.)
 
     Attributes
     ----------
@@ -189,7 +193,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         What ``feature_importances_`` refer to: the input columns, the groups,
         or for a Pipeline the columns its steps give its last step (then
         ``transform`` selects input columns only when those are the input
-        columns one to one, or with ``groups="input"``).
+        columns one to one, or with ``feature_groups="input"``).
 
     See Also
     --------
@@ -229,7 +233,7 @@ class ShapleyR2Importance(BaseTreeSelector):
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
                  threshold=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                 n_permutations=2, max_samples=None, random_state=None, groups=None):
+                 n_permutations=2, max_samples=None, random_state=None, feature_groups=None):
         self.estimator = estimator
         self.method = method
         self.shap_values = shap_values
@@ -245,14 +249,14 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.n_permutations = n_permutations
         self.max_samples = max_samples
         self.random_state = random_state
-        self.groups = groups
+        self.feature_groups = feature_groups
 
     def _default_estimator(self, y=None):
         if is_classification_target(y):
             return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
 
-    def fit(self, X, y, sample_weight=None, **fit_params):
+    def fit(self, X, y, sample_weight=None, *, groups=None, **fit_params):
         """Fit the model (unless prefit) and decompose its R^2 on (X, y).
 
         Parameters
@@ -270,6 +274,20 @@ class ShapleyR2Importance(BaseTreeSelector):
             decomposition. A HistGradientBoosting model fitted here (not
             prefit) is explained with node covers weighted by it, as its own
             node counts ignore the weights.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the rows for the cross-fitting splits, as in
+            scikit-learn's cross-validation: given to ``cv.split`` (e.g.
+            :class:`~sklearn.model_selection.GroupKFold`), so that a
+            held-out fold shares no group with the rows its model was fitted
+            on. With the tests (``threshold`` "fpr", "fwe" or "fdr") and
+            ``cv=None``, the 5 default folds are then
+            :class:`~sklearn.model_selection.GroupKFold`
+            (:class:`~sklearn.model_selection.StratifiedGroupKFold` for a
+            classifier of a class target). A splitter that takes no groups
+            ignores them (scikit-learn warns), as does an int ``cv``
+            ((Stratified)KFold: pass a group splitter). Accepted and ignored
+            when nothing is cross-fitted; never passed to the model's
+            ``fit``. Not the feature groups (``feature_groups``).
         **fit_params : dict
             Passed to the model's ``fit``.
 
@@ -277,9 +295,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         -------
         self : ShapleyR2Importance
         """
-        return self._converting_once(lambda: self._fit(X, y, sample_weight, **fit_params))
+        return self._converting_once(
+            lambda: self._fit(X, y, sample_weight, groups, **fit_params))
 
-    def _fit(self, X, y, sample_weight, **fit_params):
+    def _fit(self, X, y, sample_weight, groups, **fit_params):
         self._check_params()
         if self.method not in ("auto", "qshap", "shapflex"):
             raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
@@ -310,7 +329,14 @@ class ShapleyR2Importance(BaseTreeSelector):
                 sample_weight = np.asarray(sample_weight)
         tests = _held_out.check_tests(self, X)
         # the tests are on held-out shares: cross-fitted unless the model is given fitted
-        cv = 5 if tests and self.cv is None and not self._given_fitted() else self.cv
+        cv = self.cv
+        if tests and cv is None and not self._given_fitted():
+            cv = 5 if groups is None else self._group_folds(5, y)
+        if groups is not None and cv is not None:
+            groups = np.asarray(groups)
+            if _num_samples(groups) != _num_samples(y):
+                raise ValueError(f"groups has {_num_samples(groups)} labels for "
+                                 f"{_num_samples(y)} rows.")
         if cv is None:
             self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
             result = self._decompose(self.estimator_, X, y, sample_weight, return_local=tests)
@@ -326,7 +352,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                 self._test_terms = _held_out.pooled_terms(
                     [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
-            self._fit_cross_validated(X, y, sample_weight, fit_params, cv)
+            self._fit_cross_validated(X, y, sample_weight, fit_params, cv, groups)
         self.unattributed_ = self.score_ - float(np.sum(self.feature_importances_))
         terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
         if tests:
@@ -336,6 +362,16 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.scores_, self.pvalues_ = _stats.share_tests(terms)
         self._set_threshold(X)
         return self
+
+    def _group_folds(self, n_splits, y):
+        """The default folds of the tests with cross-validation groups: ``n_splits``
+        group folds, stratified as ``check_cv`` stratifies (a classifier of a class
+        target)."""
+        estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
+        if (is_classifier(_unfrozen(estimator)[0])
+                and type_of_target(y) in ("binary", "multiclass")):
+            return StratifiedGroupKFold(n_splits)
+        return GroupKFold(n_splits)
 
     def _given_fitted(self):
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
@@ -369,7 +405,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(f"fit parameters {sorted(fit_params)} are for fitting the model, "
                              "which a prefit model on dask data does not do.")
 
-    def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv):
+    def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv, groups=None):
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
@@ -379,7 +415,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
         scores, results, tests = set(), [], []
-        for fold, (train, test) in enumerate(cv.split(X, y)):
+        for fold, (train, test) in enumerate(cv.split(X, y, groups)):
             since = time.perf_counter()
             weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
@@ -450,7 +486,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         return "qshap", ensemble
 
     def _decompose(self, model, X, y, sample_weight, return_local=False):
-        if self.groups is not None:
+        if self.feature_groups is not None:
             return self._decompose_groups(model, X, y, sample_weight, return_local)
         self._group_columns = None
         names = None
@@ -487,11 +523,11 @@ class ShapleyR2Importance(BaseTreeSelector):
         """Q-SHAP shares of the groups (``_groups.py``); records the input columns
         of each group for ``transform``."""
         if self.method == "shapflex":
-            raise ValueError("groups= needs method='qshap' or 'auto' (exact Shapley shares "
+            raise ValueError("feature_groups= needs method='qshap' or 'auto' (exact Shapley shares "
                              "of the groups); shapFlex shares have no group game.")
         if _pipeline.is_pipeline(model) and not _pipeline.ends_in_tree_model(model):
             _pipeline.final_step(model)  # raises, naming the last step
-        grouped, rows, players = _groups.grouped_model(model, X, self.groups,
+        grouped, rows, players = _groups.grouped_model(model, X, self.feature_groups,
                                                       ensemble_of=self._tree_ensemble)
         result = _groups.restrict_decomposition(r2_decomposition(
             grouped, rows, y, sample_weight=sample_weight, return_local=return_local,
@@ -501,7 +537,8 @@ class ShapleyR2Importance(BaseTreeSelector):
             random_state=self.random_state), players)
         self._transformed_features = _pipeline.has_transformers(model)
         self._explained_names = np.asarray(players, dtype=object)
-        self._group_columns = _groups.input_columns_of_players(model, X, self.groups, players)
+        self._group_columns = _groups.input_columns_of_players(model, X, self.feature_groups,
+                                                               players)
         return result
 
     def decompose(self, X, y, sample_weight=None):

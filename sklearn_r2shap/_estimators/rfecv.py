@@ -24,7 +24,12 @@ from sklearn.metrics import (
     d2_tweedie_score,
     r2_score,
 )
-from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
+from sklearn.model_selection import (
+    GroupShuffleSplit,
+    ShuffleSplit,
+    StratifiedShuffleSplit,
+    check_cv,
+)
 from sklearn.utils import _safe_indexing, check_array, check_random_state, get_tags
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils._available_if import available_if
@@ -166,7 +171,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
           that a noise column's share is centred at or below 0 and many
           leave at once as negative shares. One more fit per step, and the
           decomposition of fewer rows. The split is of rows: a row of
-          integer weight k is not the same as k repeated rows.
+          integer weight k is not the same as k repeated rows. With
+          ``groups`` given to ``fit``, it is of the groups instead
+          (:class:`~sklearn.model_selection.GroupShuffleSplit`, this
+          fraction of the groups held out, not stratified): no group has
+          rows on both sides.
         - An int >= 2 or a splitter: by shares cross-fitted inside the rows
           (:class:`ShapleyR2Importance` with this ``cv``, the held-out folds
           pooled), which costs that many more fits per step.
@@ -193,40 +202,41 @@ class ShapleyR2RFECV(BaseTreeSelector):
         inner splits (one draw per elimination: the folds' in turn, then
         the one on all rows). An int gives the same selection at every fit
         and for any ``n_jobs``; None a different inner split at each fit.
-    groups : mapping, default=None
+    feature_groups : mapping, default=None
         Feature groups eliminated whole: a mapping of group name to input
         columns (names or indices; a column in at most one group, every
         other column a group of its own, after the groups). Each step ranks
         the groups by their exact Shapley shares of R^2 / D^2, the groups
-        as players (:class:`ShapleyR2Importance` with ``groups``; not the
-        sums of the members' shares), and removes whole groups: ``step``
-        and ``min_features_to_select`` count groups, ``cv_results_`` is
-        indexed by the number of groups (key ``"n_groups"`` instead of
-        ``"n_features"``), and the columns of a group are kept or dropped
-        together. Every group a column of its own gives the selection
-        without groups.
+        as players (:class:`ShapleyR2Importance` with ``feature_groups``;
+        not the sums of the members' shares), and removes whole groups:
+        ``step`` and ``min_features_to_select`` count groups, the rows of
+        ``cv_results_`` are counts of groups (``"n_feature_groups"``), and
+        the columns of a group are kept or dropped together. Every group a
+        column of its own gives the selection without feature groups. (The
+        cross-validation groups of the rows are ``fit``'s ``groups``.)
 
     Attributes
     ----------
     n_features_ : int
-        The number of features selected (with ``groups``: of columns, the
-        selected groups' columns together).
-    n_groups_ : int
-        With ``groups``: the number of groups selected (the count chosen
-        from ``cv_results_["n_groups"]``).
-    selected_groups_ : ndarray of object
-        With ``groups``: the names of the selected groups, in the order of
-        ``feature_importances_``.
+        The number of features selected (with ``feature_groups``: of
+        columns, the selected groups' columns together).
+    n_feature_groups_ : int
+        The number of players selected, the count chosen from
+        ``cv_results_["n_feature_groups"]``: with ``feature_groups`` the
+        number of groups, else ``n_features_``.
+    selected_feature_groups_ : ndarray of object
+        With ``feature_groups`` only: the names of the selected groups, in
+        the order of ``feature_importances_``.
     support_ : ndarray of shape (`n_features_in_`,)
-        The mask of the selected features (with ``groups``: all the columns
-        of a selected group).
+        The mask of the selected features (with ``feature_groups``: all the
+        columns of a selected group).
     ranking_ : ndarray of shape (`n_features_in_`,)
         1 for the selected features; i + 1 for those removed i steps before
         the end of the elimination on all rows (the columns of a group share
         its rank).
     estimator_ : estimator
         The model refitted on all rows and the selected features.
-    feature_importances_ : ndarray of shape (`n_features_`,) or (`n_groups_`,)
+    feature_importances_ : ndarray of shape (`n_features_`,) or (`n_feature_groups_`,)
         The selected features' (or groups') shares of ``estimator_``'s R^2 /
         D^2 on all rows (in-sample; with a float ``ranking_cv``: the held-out
         shares of the model fitted on the inner training rows, on the inner
@@ -235,8 +245,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         Their decomposition (with ``ranking_cv``: of the held-out rows, pooled
         over the inner folds; a float: of the inner held-out rows).
     cv_results_ : dict of ndarrays
-        RFECV's keys, each row a count of features, ascending: ``n_features``,
-        ``mean_test_score``, ``std_test_score`` (ddof=0, as RFECV),
+        RFECV's keys, each row a count of players (features, or with
+        ``feature_groups`` groups), ascending: ``n_feature_groups`` (the
+        count), ``n_features`` (the number of input columns at that count:
+        the count itself without ``feature_groups``; with them, the columns
+        of that many best groups of the elimination on all rows, as the
+        folds' groups differ), ``mean_test_score``, ``std_test_score``
+        (ddof=0, as RFECV),
         ``split{k}_test_score``, ``split{k}_support`` (shape (n_counts,
         `n_features_in_`): the features of fold k's elimination at each
         count) and ``split{k}_ranking`` (same shape: RFE's ranking at that
@@ -244,9 +259,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
         above it), so that the folds' eliminations can be compared. A count
         that a fold's elimination skipped (several negative shares removed at
         once) is scored on that fold with its best features by its own
-        ranking. With ``groups``, ``n_groups`` counts groups and
-        ``split{k}_support`` / ``split{k}_ranking`` are per column (a group's
-        columns together).
+        ranking. The keys are the same whatever the options; with
+        ``feature_groups``, ``split{k}_support`` / ``split{k}_ranking`` are
+        per column (a group's columns together; fold k's number of columns
+        at each count is ``split{k}_support.sum(axis=1)``).
     score_name_ : str
         What the scores are: "r2", "d2_brier", "d2_log_loss", "d2_tweedie"
         (``scoring=None``) or the scorer's name.
@@ -272,27 +288,42 @@ class ShapleyR2RFECV(BaseTreeSelector):
     (4, [0, 1, 3, 4])
     >>> selector.cv_results_["n_features"].tolist()
     [1, 2, 3, 4, 5, 6, 7, 8]
+    >>> bool(np.array_equal(selector.cv_results_["n_feature_groups"],
+    ...                     selector.cv_results_["n_features"]))
+    True
     >>> selector.transform(X).shape
     (300, 4)
 
     Groups are kept or dropped whole (columns 5-7 are noise; columns 3 and 4
     are groups of their own):
 
-    >>> groups = {"a": [0, 5], "b": [1, 6], "c": [2, 7]}
+    >>> feature_groups = {"a": [0, 5], "b": [1, 6], "c": [2, 7]}
     >>> grouped = ShapleyR2RFECV(DecisionTreeRegressor(max_depth=4, random_state=0),
-    ...                          cv=3, groups=groups).fit(X, y)
-    >>> grouped.n_groups_, grouped.selected_groups_.tolist(), grouped.n_features_
-    (4, ['a', 'b', 'x3', 'x4'], 6)
-    >>> grouped.ranking_.tolist()
-    [1, 1, 2, 1, 1, 1, 1, 2]
-    >>> grouped.cv_results_["n_groups"].tolist()
+    ...                          cv=3, feature_groups=feature_groups).fit(X, y)
+    >>> grouped.n_feature_groups_, grouped.selected_feature_groups_.tolist()
+    (4, ['a', 'b', 'x3', 'x4'])
+    >>> grouped.n_features_, grouped.ranking_.tolist()
+    (6, [1, 1, 2, 1, 1, 1, 1, 2])
+    >>> grouped.cv_results_["n_feature_groups"].tolist()
     [1, 2, 3, 4, 5]
+    >>> grouped.cv_results_["n_features"].tolist()
+    [1, 3, 5, 6, 8]
+
+    Rows in groups (here 30 subjects of 10 rows each) are split by group with
+    ``fit``'s ``groups``, as in :class:`~sklearn.feature_selection.RFECV`:
+
+    >>> from sklearn.model_selection import GroupKFold
+    >>> subjects = np.repeat(np.arange(30), 10)
+    >>> by_subject = ShapleyR2RFECV(DecisionTreeRegressor(max_depth=4, random_state=0),
+    ...                             cv=GroupKFold(3)).fit(X, y, groups=subjects)
+    >>> by_subject.n_features_
+    4
     """
 
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
                  scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
-                 random_state=None, groups=None):
+                 random_state=None, feature_groups=None):
         self.estimator = estimator
         self.step = step
         self.min_features_to_select = min_features_to_select
@@ -305,7 +336,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.algorithm = algorithm
         self.exact_budget = exact_budget
         self.random_state = random_state
-        self.groups = groups
+        self.feature_groups = feature_groups
 
     def _default_estimator(self):
         return HistGradientBoostingRegressor(random_state=0)
@@ -341,7 +372,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 "an int >= 2 (shares cross-fitted in that many inner folds), or a "
                 f"cross-validation splitter or iterable, got {ranking_cv!r}.")
 
-    def _ranking_splits(self, y, classifier):
+    def _ranking_splits(self, y, classifier, grouped=False):
         """The ranking ``cv`` of each elimination, in turn: a generator.
 
         ``ranking_cv`` None, an int or a splitter: itself for every elimination.
@@ -350,6 +381,10 @@ class ShapleyR2RFECV(BaseTreeSelector):
         holding out that fraction of its rows, stratified for a classifier of a
         class target (as ``check_cv`` stratifies), each seeded by a draw from
         ``random_state``: the splits depend on nothing else (not ``n_jobs``).
+        ``grouped`` (cross-validation ``groups`` given to ``fit``): the float's
+        split is a :class:`~sklearn.model_selection.GroupShuffleSplit` holding
+        out that fraction of the groups (not stratified), so that no group has
+        rows on both sides; the seeds are the same draws.
         """
         ranking_cv = self.ranking_cv
         if not (isinstance(ranking_cv, numbers.Real)
@@ -358,34 +393,37 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 yield ranking_cv
         rng = check_random_state(self.random_state)
         stratify = classifier and type_of_target(y) in ("binary", "multiclass")
-        splitter = StratifiedShuffleSplit if stratify else ShuffleSplit
+        splitter = (GroupShuffleSplit if grouped else
+                    StratifiedShuffleSplit if stratify else ShuffleSplit)
         while True:
             yield splitter(n_splits=1, test_size=float(ranking_cv),
                            random_state=int(rng.randint(np.iinfo(np.int32).max)))
 
-    def _importance(self, groups=None, ranking_cv=None):
+    def _importance(self, feature_groups=None, ranking_cv=None):
         """The decomposition of one step: ShapleyR2Importance fits and ranks, with
         ``ranking_cv`` its ``cv`` (None: in-sample shares)."""
         return ShapleyR2Importance(
             self.estimator, method="qshap", threshold=-np.inf, cv=ranking_cv,
             n_jobs=self.n_jobs, verbose=self.verbose, algorithm=self.algorithm,
-            exact_budget=self.exact_budget, random_state=self.random_state, groups=groups)
+            exact_budget=self.exact_budget, random_state=self.random_state,
+            feature_groups=feature_groups)
 
     def _resolve_groups(self):
-        """The units eliminated: None (the features), or with ``groups`` the input
+        """The units eliminated: None (the features), or with ``feature_groups`` the input
         columns of every group (``_groups.resolve_groups``) and the groups' names."""
-        if self.groups is None:
+        if self.feature_groups is None:
             return None, None
-        if isinstance(self.groups, str):
+        if isinstance(self.feature_groups, str):
             raise ValueError(
-                f"groups={self.groups!r}: {type(self).__name__} refits its model on subsets "
-                "of the input columns, so its groups are sets of input columns: pass a "
-                "mapping of group name to input columns (names or indices).")
+                f"feature_groups={self.feature_groups!r}: {type(self).__name__} refits its "
+                "model on subsets of the input columns, so its feature groups are sets of "
+                "input columns: pass a mapping of group name to input columns (names or "
+                "indices).")
         player, names = _groups.resolve_groups(
-            self.groups, self.n_features_in_, getattr(self, "feature_names_in_", None))
+            self.feature_groups, self.n_features_in_, getattr(self, "feature_names_in_", None))
         if len(set(map(str, names))) != len(names):
-            raise ValueError(f"groups: the group names and the names of the columns in no "
-                             f"group must differ, got {names}.")
+            raise ValueError(f"feature_groups: the group names and the names of the columns "
+                             f"in no group must differ, got {names}.")
         return [np.flatnonzero(player == k) for k in range(len(names))], names
 
     def _columns(self, units):
@@ -397,10 +435,12 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return np.zeros(0, dtype=np.intp)
         return np.sort(np.concatenate([self._members[u] for u in units]))
 
-    def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None):
+    def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None,
+                  groups=None):
         """ShapleyR2Importance fitted on the columns of the units ``features`` of
-        (X, y) (ascending), ranking with ``ranking_cv`` (one of ``_ranking_splits``);
-        with groups, its shares are those of the groups.
+        (X, y) (ascending), ranking with ``ranking_cv`` (one of ``_ranking_splits``),
+        whose splits are given ``groups`` (the cross-validation groups of the rows);
+        with feature groups, its shares are those of the groups.
 
         ``scored_like``: the ``_loss_name`` of a step fitted before on the same
         rows, which this one shares. Then only the model is fitted, for a
@@ -417,25 +457,26 @@ class ShapleyR2RFECV(BaseTreeSelector):
                             f"{'features' if self._members is None else 'groups'} "
                             "(scored only)", since)
             return _Scored(model, scored_like)
-        groups = None
+        players = None
         if self._members is not None:  # the groups as players, in the order of `features`
             position = np.empty(self.n_features_in_, dtype=np.intp)
             position[columns] = np.arange(len(columns))
-            groups = {self._group_names[u]: position[self._members[u]].tolist()
-                      for u in features}
+            players = {self._group_names[u]: position[self._members[u]].tolist()
+                       for u in features}
         since = time.perf_counter()
         try:
-            step = self._importance(groups, ranking_cv).fit(
-                _safe_indexing(X, columns, axis=1), y, weight)
+            step = self._importance(players, ranking_cv).fit(
+                _safe_indexing(X, columns, axis=1), y, weight, groups=groups)
         except ValueError as error:
             if not isinstance(ranking_cv, (ShuffleSplit, StratifiedShuffleSplit)):
                 raise
             # e.g. a constant y on a few held-out rows: say which rows
+            of = "of its groups" if isinstance(ranking_cv, GroupShuffleSplit) else "of them"
             raise ValueError(
                 f"ranking_cv={self.ranking_cv!r}: the inner split of {_num_samples(y)} rows "
-                f"holds out {ranking_cv.test_size:g} of them to rank on, and ranking "
+                f"holds out {ranking_cv.test_size:g} {of} to rank on, and ranking "
                 f"failed: {error} Use a larger ranking_cv, or None.") from error
-        self._step_line("fitted on " + (f"{len(features)} features" if groups is None else
+        self._step_line("fitted on " + (f"{len(features)} features" if players is None else
                                         f"{len(features)} groups ({len(columns)} columns)"),
                         since)
         return step
@@ -471,10 +512,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return int(self.step)
         return max(1, int(self.step * n_remaining))
 
-    def _eliminate(self, X, y, weight, stop, held_out=None, ranking_cv=None):
+    def _eliminate(self, X, y, weight, stop, held_out=None, ranking_cv=None, groups=None):
         """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
 
-        ``ranking_cv``: the ranking ``cv`` of every step (one of ``_ranking_splits``).
+        ``ranking_cv``: the ranking ``cv`` of every step (one of ``_ranking_splits``),
+        whose splits are given ``groups`` (the cross-validation groups of these rows).
 
         Returns the _Path, the last step's fitted ShapleyR2Importance and its
         features, best first. With ``held_out`` (a fold), the last step is only
@@ -495,7 +537,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
                 path.scores.append(self._score(fitted, *held_out, features))
                 path.subsets.append(features.copy())
                 return path, fitted, features
-            fitted = self._fit_step(X, y, weight, features, ranking_cv=ranking_cv)
+            fitted = self._fit_step(X, y, weight, features, ranking_cv=ranking_cv,
+                                    groups=groups)
             path.scored_like = _loss_name(fitted)
             shares = np.asarray(fitted.feature_importances_)
             # best first; equal shares: the lower column first (RFE's stable order)
@@ -511,7 +554,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
             path.eliminated.append(features[best_first[len(features) - n_remove:]])
             features = np.sort(features[best_first[:len(features) - n_remove]])
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, groups=None):
         """Choose the number of features by cross-validation, then the features.
 
         Parameters
@@ -521,6 +564,19 @@ class ShapleyR2RFECV(BaseTreeSelector):
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the model's ``fit`` and used in the decompositions and
             the default score.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the rows for the cross-validation splits, as in
+            :class:`~sklearn.feature_selection.RFECV`: given to ``cv.split``
+            (e.g. :class:`~sklearn.model_selection.GroupKFold`), and to the
+            splits of ``ranking_cv`` inside each elimination, indexed to the
+            rows it eliminates on (a fold's training rows, then all rows). A
+            float ``ranking_cv`` then holds out that fraction of the groups
+            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so that
+            rows ranked on never share a group with the rows the model was
+            fitted on. Splitters that take no groups ignore them (scikit-learn
+            warns), as does an int ``cv`` or ``ranking_cv`` ((Stratified)KFold:
+            pass a group splitter). Never passed to the model's ``fit``. Not
+            the feature groups (``feature_groups``).
 
         Returns
         -------
@@ -538,27 +594,34 @@ class ShapleyR2RFECV(BaseTreeSelector):
             X, y = checked, np.asarray(y)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight)
+        if groups is not None:
+            groups = np.asarray(groups)
+            if _num_samples(groups) != _num_samples(y):
+                raise ValueError(f"groups has {_num_samples(groups)} labels for "
+                                 f"{_num_samples(y)} rows.")
         self._members, self._group_names = self._resolve_groups()
-        for name in ("n_groups_", "selected_groups_"):  # of an earlier fit with groups
-            self.__dict__.pop(name, None)
+        # of an earlier fit with feature groups
+        self.__dict__.pop("selected_feature_groups_", None)
         n_features = self.n_features_in_
         n_units = n_features if self._members is None else len(self._members)
         stop = min(self.min_features_to_select, n_units)
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
         # the ranking cv of each elimination: the folds' in turn, then the one on all rows
-        ranking_splits = self._ranking_splits(y, is_classifier(estimator))
+        ranking_splits = self._ranking_splits(y, is_classifier(estimator),
+                                              grouped=groups is not None)
 
         def rows(data, index):
             return None if data is None else _safe_indexing(data, index)
 
         folds = []
-        for fold, (train, test) in enumerate(cv.split(X, y)):
+        for fold, (train, test) in enumerate(cv.split(X, y, groups)):
             since = time.perf_counter()
             train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
             held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
             path, _, last = self._eliminate(*train_rows, stop, held_out,
-                                            ranking_cv=next(ranking_splits))
+                                            ranking_cv=next(ranking_splits),
+                                            groups=rows(groups, train))
             folds.append((path, path.order(last), train_rows, held_out))
             self._step_line(f"fold {fold + 1}: eliminated on {len(train)} rows, scored on "
                             f"{len(test)} held-out rows", since)
@@ -580,14 +643,19 @@ class ShapleyR2RFECV(BaseTreeSelector):
         # kept (private) to rerun this elimination down to another count
         self._final_ranking_cv = next(ranking_splits)
         path, final, last = self._eliminate(X, y, sample_weight, n_chosen,
-                                            ranking_cv=self._final_ranking_cv)
+                                            ranking_cv=self._final_ranking_cv, groups=groups)
         self.support_ = np.zeros(n_features, dtype=bool)
         self.support_[self._columns(last)] = True
         self.n_features_ = int(self.support_.sum())
+        self.n_feature_groups_ = n_chosen
         self.ranking_ = path.ranking()
+        # the input columns at every count: the best units of the elimination on all
+        # rows (the subset it kept at a count it visited; below the chosen count, the
+        # best of its last step's ranking)
+        order = path.order(last)
+        n_columns = np.array([len(self._columns(order[:count])) for count in counts])
         if self._members is not None:  # per column: a group's columns share its rank
-            self.n_groups_ = n_chosen
-            self.selected_groups_ = np.asarray(
+            self.selected_feature_groups_ = np.asarray(
                 [self._group_names[u] for u in np.sort(last)], dtype=object)
             ranking = np.empty(n_features, dtype=np.intp)
             for u, members in enumerate(self._members):
@@ -607,7 +675,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
             **{f"split{k}_test_score": scores[:, k] for k in range(len(folds))},
             **{f"split{k}_ranking": rankings[k] for k in range(len(folds))},
             **{f"split{k}_support": supports[k] for k in range(len(folds))},
-            "n_features" if self._members is None else "n_groups": counts,
+            "n_features": n_columns,
+            "n_feature_groups": counts,
         }
         return self
 
@@ -659,9 +728,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
         if ax is None:
             ax = plt.figure().gca()
         results = self.cv_results_
-        unit = "features" if "n_features" in results else "groups"
-        counts = results[f"n_{unit}"]
-        n_chosen = self.n_features_ if unit == "features" else self.n_groups_
+        unit = "features" if self._members is None else "feature groups"
+        counts = results["n_feature_groups"]
+        n_chosen = self.n_feature_groups_
         folds = np.array([results[key] for key in results
                           if key.startswith("split") and key.endswith("_test_score")])
         mean = folds.mean(axis=0)
