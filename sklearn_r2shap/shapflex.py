@@ -12,7 +12,9 @@ for tree models.
 
 Where the SHAP values come from (:func:`model_shap_values`): a callable given
 by the user; otherwise this package's exact kernels for tree models (the
-piecewise-linear kernel for trees with linear leaves); otherwise the exact
+piecewise-linear kernel for trees with linear leaves; at the end of a
+:class:`~sklearn.pipeline.Pipeline`, the SHAP values of the game whose
+players are the input columns, ``feature_groups="input"``); otherwise the exact
 SHAP values of a scikit-learn linear regressor, ``coef_ * (x - mean(x))``,
 also at the end of a :class:`~sklearn.pipeline.Pipeline`; otherwise an error
 that says how to supply them.
@@ -33,6 +35,7 @@ from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._scores import ShapFlexDecomposition, check_target
 from ._validation import column_names, n_rows_features
 from .attributions import shap_values as tree_shap_values
+from .explanation import explain
 from .piecewise import piecewise_shap_values
 
 __all__ = ["shapflex_decomposition", "model_shap_values", "ShapFlexDecomposition"]
@@ -121,6 +124,31 @@ def _parse_user_shap(result, n_rows, n_features):
     if base is not None:
         return values, np.broadcast_to(base, (n_rows,)).astype(np.float64)
     return values, None
+
+
+def _input_column_values(model, X, n_rows, n_features, n_jobs, verbose):
+    """``(phi, phi_0)`` of a Pipeline ending in a tree model: the exact SHAP
+    values of the game whose players are the input columns (each playing the
+    transformed columns made from it), in X's column order; an input column
+    the Pipeline drops is a null player (0)."""
+    explanation = explain(model, X, feature_groups="input", n_jobs=n_jobs, verbose=verbose)
+    values = np.asarray(explanation.values, dtype=np.float64)
+    if values.ndim != 2:
+        raise UnsupportedModelError(
+            f"{type(_pipeline.last_step(model)).__name__} at the end of the Pipeline has "
+            f"{values.shape[2]} outputs; shapFlex decomposes the R^2 of a single-output "
+            "regressor.")
+    names = column_names(X)
+    names = [f"x{j}" for j in range(n_features)] if names is None else [str(c) for c in names]
+    column_of = {name: j for j, name in enumerate(names)}
+    phi = np.zeros((n_rows, n_features))
+    for k, name in enumerate(explanation.feature_names):
+        if str(name) not in column_of:
+            raise UnsupportedModelError(
+                f"The Pipeline's player {name!r} is not a column of X; pass "
+                "shap_values=f(estimator, X) returning an (n_samples, n_features) array.")
+        phi[:, column_of[str(name)]] = values[:, k]
+    return phi, np.asarray(explanation.base_values, dtype=np.float64).reshape(n_rows)
 
 
 def _is_linear_regressor(model):
@@ -265,6 +293,8 @@ def model_shap_values(model, X, *, shap_values=None, n_jobs=None, verbose="auto"
                              f"{type(shap_values).__name__}.")
         phi, phi_0 = _parse_user_shap(shap_values(model, X), n_rows, n_features)
         return phi, phi_0, "callable"
+    if _pipeline.ends_in_tree_model(model):
+        return (*_input_column_values(model, X, n_rows, n_features, n_jobs, verbose), "tree")
     try:
         ensemble = to_ensemble(model)
     except UnsupportedModelError as error:

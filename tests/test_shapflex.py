@@ -10,6 +10,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import load_diabetes
@@ -128,6 +129,41 @@ def test_one_hot_columns_are_summed_per_input_feature(diabetes):
     ])
     result = shapflex_decomposition(model, frame, y)
     assert_matches_reference(result, phi, model.predict(frame), y.to_numpy())
+
+
+def test_tree_model_inside_a_pipeline(diabetes):
+    X, y = diabetes
+    model = make_pipeline(StandardScaler(), GradientBoostingRegressor(
+        n_estimators=30, max_depth=3, random_state=0)).fit(X, y)
+    result = shapflex_decomposition(model, X, y)
+    # one transformed column per input column: the last step's own decomposition
+    alone = shapflex_decomposition(model[-1], model[0].transform(X), y)
+    assert result.source == "tree"
+    np.testing.assert_allclose(result.shares, alone.shares, rtol=1e-12, atol=1e-15)
+    assert result.score == pytest.approx(alone.score, rel=1e-12)
+    assert list(result.feature_names) == list(X.columns)
+
+
+def test_tree_model_after_one_hot_columns_shares_per_input_column(diabetes):
+    X, y = diabetes
+    frame = X.copy()
+    frame["sex"] = np.where(X["sex"] > 0, "m", "f")
+    numeric = [c for c in frame.columns if c != "sex"]
+    model = make_pipeline(
+        ColumnTransformer([("cat", OneHotEncoder(), ["sex"]), ("num", "passthrough", numeric)]),
+        GradientBoostingRegressor(n_estimators=30, max_depth=3, random_state=0),
+    ).fit(frame, y)
+    result = shapflex_decomposition(model, frame, y)
+    assert list(result.feature_names) == list(frame.columns)
+    assert result.shares.shape == (frame.shape[1],)
+    assert result.shares.sum() == pytest.approx(result.score, rel=1e-12)
+    # the two one-hot columns of "sex" are one player: their joint exact SHAP
+    # value (the Pipeline's players come in its output order: "sex" first)
+    from sklearn_r2shap import explain
+    explanation = explain(model, frame, feature_groups="input")
+    assert list(explanation.feature_names) != list(frame.columns)
+    phi = pd.DataFrame(explanation.values, columns=explanation.feature_names)[frame.columns]
+    assert_matches_reference(result, phi.to_numpy(), model.predict(frame), y.to_numpy())
 
 
 def test_pipeline_with_interactions_is_refused(diabetes):
