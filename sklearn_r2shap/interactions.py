@@ -12,7 +12,6 @@ never an estimator.
 
 from dataclasses import dataclass, replace
 import numbers
-from typing import Optional
 
 import numpy as np
 
