@@ -17,10 +17,19 @@
 #   pythons   every other CPython that pyproject.toml's classifiers claim,
 #             found on PATH or through pyenv (skipped with a message where
 #             absent): a wheel built by pip from the sdist, the main command
-#             and the fast subset (-m "not slow")
+#             and the release subset (below)
 #   mindeps   the main Python's wheel with the oldest supported versions
 #             (sklearn_r2shap/_min_dependencies.py): the fast subset
-#   noopenmp  a wheel built with SKLEARN_R2SHAP_NO_OPENMP=1: the fast subset
+#             (-m "not slow")
+#   noopenmp  a wheel built with SKLEARN_R2SHAP_NO_OPENMP=1, installed over
+#             the main step's venv when it exists (its [test] dependencies
+#             are the same): the release subset
+#
+# The release subset is what a compiler, an interpreter or a library version
+# can break: every kernel against its brute-force reference, every adapter
+# against its library's own values, the estimators' scikit-learn checks,
+# Ctrl-C and threads, the packaging checks and the package's doctests (the
+# fast subset, -m "not slow", runs everywhere where RELEASE_CHECK_SUBSET=fast).
 #
 # A maintainer runs it before tagging; CI (.ci/run) runs it on every change.
 # Work goes to $RELEASE_CHECK_DIR (default: a new temporary directory).
@@ -33,6 +42,13 @@ mkdir -p "$WORK"
 STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(sdist main pythons mindeps noopenmp)
 FAST=(-m "not slow")
+RELEASE_SUBSET=(-m "not slow" tests/test_packaging.py tests/test_kernels.py tests/test_qshap_kernel.py
+    tests/test_semivalue_tables.py tests/test_treeprob.py tests/test_interventional.py
+    tests/test_piecewise.py tests/test_adapter_sklearn.py tests/test_adapter_xgboost.py
+    tests/test_adapter_lightgbm.py tests/test_adapter_catboost.py tests/test_adapter_fixes.py
+    tests/test_explainer.py tests/test_inputs.py tests/test_selectors.py tests/test_interrupt.py
+    --pyargs sklearn_r2shap)
+[ "${RELEASE_CHECK_SUBSET:-release}" = fast ] && RELEASE_SUBSET=("${FAST[@]}")
 
 log() { printf '\n== release check: %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 timed() {  # timed NAME COMMAND...: run, then print the step's seconds
@@ -62,12 +78,16 @@ new_venv() {  # new_venv DIR INTERPRETER
 }
 
 run_tests() {  # run_tests VENV WHEEL [pytest args...]: the installed package, from outside the source
-    local venv=$1 wheel=$2
+    # (the whole suite and the doctests where no test paths are given)
+    local venv=$1 wheel=$2 arg paths=(tests doc --pyargs sklearn_r2shap)
     shift 2
+    for arg in "$@"; do
+        case $arg in tests/*|--pyargs) paths=() ;; esac
+    done
     (cd "$TESTS" && SKLEARN_R2SHAP_EXPECT_INSTALLED=1 SKLEARN_R2SHAP_WHEEL="$wheel" \
         SKLEARN_R2SHAP_EXPECT_OPENMP="${SKLEARN_R2SHAP_EXPECT_OPENMP:-1}" \
         SKLEARN_R2SHAP_SDIST="$(echo "$DIST"/*.tar.gz)" SKLEARN_R2SHAP_SOURCE="$SRC/sklearn_r2shap" \
-        "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 -q "$@" tests doc --pyargs sklearn_r2shap)
+        "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 -q "$@" "${paths[@]}")
 }
 
 main_command() {  # main_command VENV: the README's main command, outside the source tree
@@ -152,7 +172,7 @@ step_pythons() {
         wheel=$(wheel_for "$tag")
         timed "install the wheel with [test]" "$venv/bin/pip" install --quiet "$wheel[test]"
         timed "main command" main_command "$venv"
-        timed "fast subset on Python $version" run_tests "$venv" "$wheel" "${FAST[@]}"
+        timed "release subset on Python $version" run_tests "$venv" "$wheel" "${RELEASE_SUBSET[@]}"
     done
 }
 
@@ -173,16 +193,22 @@ step_mindeps() {
 }
 
 step_noopenmp() {
-    local venv=$WORK/venv-noopenmp out=$WORK/dist-noopenmp wheel
+    local venv=$WORK/venv-main out=$WORK/dist-noopenmp wheel
     log "without OpenMP (SKLEARN_R2SHAP_NO_OPENMP=1)"
-    rm -rf "$venv" "$out"
-    new_venv "$venv" "$PYTHON"
+    rm -rf "$out"
+    if [ ! -x "$venv/bin/python" ]; then
+        venv=$WORK/venv-noopenmp
+        rm -rf "$venv"
+        new_venv "$venv" "$PYTHON"
+    fi
     timed "pip wheel from the sdist, no OpenMP" env SKLEARN_R2SHAP_NO_OPENMP=1 \
         "$venv/bin/pip" wheel --quiet --no-deps --no-cache-dir --wheel-dir "$out" "$DIST"/*.tar.gz
     wheel=$(echo "$out"/*.whl)
-    timed "install the wheel with [test]" "$venv/bin/pip" install --quiet "$wheel[test]"
+    # over the main step's wheel, when that venv exists: the same [test] dependencies
+    timed "install the wheel with [test]" "$venv/bin/pip" install --quiet --force-reinstall --no-deps "$wheel"
+    "$venv/bin/pip" install --quiet "$wheel[test]"
     timed "main command" main_command "$venv"
-    SKLEARN_R2SHAP_EXPECT_OPENMP=0 timed "fast subset without OpenMP" run_tests "$venv" "$wheel" "${FAST[@]}"
+    SKLEARN_R2SHAP_EXPECT_OPENMP=0 timed "release subset without OpenMP" run_tests "$venv" "$wheel" "${RELEASE_SUBSET[@]}"
 }
 
 for step in "${STEPS[@]}"; do
