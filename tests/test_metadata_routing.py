@@ -234,3 +234,29 @@ def test_rfecv_score_routes_to_the_model():
         assert selector.score(X, y) == model.score(selector.transform(X), y)
         with pytest.raises(TypeError, match="not routed to any object"):
             selector.score(X, y, sample_weight=weight)
+
+
+def test_a_pipelines_last_step_gets_the_weights_it_requested():
+    """A Pipeline routes the weights to the steps that requested them; a
+    HistGradientBoosting last step fitted with them is explained with weighted
+    covers, as without routing (the same numbers)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, weight, _ = _data()
+
+    def pipeline(hgb_request=None):
+        hgb = HistGradientBoostingRegressor(max_iter=10, random_state=0)
+        if hgb_request is not None:
+            hgb.set_fit_request(sample_weight=hgb_request)
+            return make_pipeline(StandardScaler().set_fit_request(sample_weight=False), hgb)
+        return make_pipeline(StandardScaler(), hgb)
+
+    off = ShapleyR2Importance(pipeline(), n_jobs=1).fit(X, y, weight)
+    with config_context(enable_metadata_routing=True):
+        on = ShapleyR2Importance(pipeline(True), n_jobs=1).fit(X, y, weight)
+        unweighted = ShapleyR2Importance(pipeline(False), n_jobs=1).fit(X, y, weight)
+    np.testing.assert_array_equal(off.feature_importances_, on.feature_importances_)
+    assert on._data_covers is not None and unweighted._data_covers is None
+    assert not np.array_equal(on.feature_importances_, unweighted.feature_importances_)
