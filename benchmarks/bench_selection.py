@@ -11,7 +11,7 @@ training target, AUC 0.5).
 Methods (none tuned per data set):
 
 - ``r2shap_mean``: ``ShapleyR2Importance(model)``, the default rule (share >= mean share);
-- ``r2shap_fdr``: ``ShapleyR2Importance(model, threshold="fdr", alpha=0.1)`` (cross-fitted shares, BH);
+- ``r2shap_fdr``: ``ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=5)`` (cross-fitted shares, BH);
 - ``r2shap_rfecv_one_se`` / ``r2shap_rfecv_best``: ``ShapleyR2RFECV(model, selection_rule=...)``;
 - ``r2shap_rfecv_cf_one_se`` / ``_best``: the same with the ranking cross-fitted inside each
   fold's training rows (``ranking_cv=--rfe-ranking-cv``, default 3);
@@ -43,7 +43,7 @@ matters alone; 48 noise); ``diabetes`` (10 real, 40 row-permuted copies of them)
 Per data set and method: true-positive rate, false discovery proportion, F1, features
 kept, held-out score, selection time; means over seeds with standard errors. Also the
 error-control check: on pure-noise targets (``--null-seeds``), the fraction of seeds in
-which ``threshold="fdr"`` at alpha = 0.1 selects any feature.
+which ``test="fdr"`` at alpha = 0.1 selects any feature.
 
 Results: a markdown table on standard output (and ``--markdown``), raw records in
 ``--output`` (default ``benchmarks/results/selection.json``; ``--quick`` writes
@@ -251,7 +251,7 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3, holdout=0.5
     if group == "r2shap_mean":
         selector = sklearn_r2shap.ShapleyR2Importance(model, n_jobs=threads)
     elif group == "r2shap_fdr":
-        selector = sklearn_r2shap.ShapleyR2Importance(model, threshold="fdr", alpha=0.1,
+        selector = sklearn_r2shap.ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=5,
                                                       n_jobs=threads)
     else:
         step = int(step) if step >= 1 else step
@@ -363,7 +363,7 @@ def run_group(group, X, y, task, seed, threads, args):
 
 def null_check(seeds, threads, tasks, rows=300, features=10):
     """Fraction of pure-noise data sets (y independent of X) in which
-    ``ShapleyR2Importance(threshold="fdr", alpha=0.1)`` selects any feature."""
+    ``ShapleyR2Importance(test="fdr", alpha=0.1, cv=5)`` selects any feature."""
     import numpy as np
 
     import sklearn_r2shap
@@ -377,7 +377,8 @@ def null_check(seeds, threads, tasks, rows=300, features=10):
             y = rng.normal(size=rows) if task == "regression" else rng.integers(0, 2, rows)
             try:
                 selector = sklearn_r2shap.ShapleyR2Importance(
-                    base_model(task, seed, threads), threshold="fdr", alpha=0.1, n_jobs=threads)
+                    base_model(task, seed, threads), test="fdr", alpha=0.1, cv=5,
+                    n_jobs=threads)
                 selector.fit(X, y)
             except Exception:  # reported, e.g. before the threshold exists
                 errors.append(traceback.format_exc(limit=3))

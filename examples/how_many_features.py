@@ -12,7 +12,7 @@ benchmark.
 The two questions and the two answers:
 
 * *Which features carry signal, with the false ones under control?*
-  :class:`~sklearn_r2shap.ShapleyR2Importance` with ``threshold="fdr"``
+  :class:`~sklearn_r2shap.ShapleyR2Importance` with ``test="fdr"``
   tests H0: share_j <= 0 for each feature on cross-fitted shares (each row
   explained by the fold model that did not see it) and keeps the features
   that Benjamini-Hochberg rejects at level ``alpha``.
@@ -70,7 +70,7 @@ print(X.shape)
 # a feature is kept when Benjamini-Hochberg rejects share_j <= 0 at
 # alpha = 0.1. A noise column's held-out share has expectation at most zero.
 
-test = ShapleyR2Importance(model, threshold="fdr", alpha=0.1, cv=5).fit(X, y)
+test = ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=5).fit(X, y)
 table = pd.DataFrame({"held-out share": test.feature_importances_, "z": test.scores_,
                       "p-value": test.pvalues_, "selected": test.get_support()},
                      index=X.columns).sort_values("p-value")

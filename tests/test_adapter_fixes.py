@@ -376,7 +376,7 @@ def test_selector_converts_each_fitted_model_once_per_fit(monkeypatch):
     monkeypatch.setattr(_selector, "to_ensemble", counting)  # where the selectors read models
     selector = ShapleyR2Importance(ensemble.GradientBoostingRegressor(n_estimators=5,
                                                                       random_state=0),
-                                   threshold="fdr", cv=3).fit(X, y)
+                                   test="fdr", cv=3).fit(X, y)
     assert len(calls) == len({id(model) for model in calls}) == 3  # the 3 fold models, once each
     assert "_ensemble_memo" not in selector.__dict__
     calls.clear()

@@ -24,6 +24,7 @@ from sklearn.model_selection import (
     TimeSeriesSplit,
 )
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.utils.metadata_routing import MetadataRequest
 
 from sklearn_r2shap import ShapleyR2Importance, ShapleyR2RFECV, shap_values
 
@@ -36,6 +37,11 @@ _FITS = []
 _ROW_OF = {}
 
 
+# check_input is in the signature of the recording trees' fit, as in their base
+# class's (scikit-learn's metadata routing reads the signature)
+_UNSET = object()
+
+
 def _record_fit(X, kwargs):
     _FITS.append((frozenset(_ROW_OF[v] for v in np.asarray(X)[:, 0]), dict(kwargs)))
 
@@ -44,7 +50,9 @@ class RowsSeenRegressor(DecisionTreeRegressor):
     """A decision tree that records the rows it is fitted on (by the value of its
     first column: every value of the test's X is distinct) and its fit's keywords."""
 
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y, sample_weight=None, check_input=_UNSET, **kwargs):
+        if check_input is not _UNSET:
+            kwargs["check_input"] = check_input
         _record_fit(X, kwargs)
         return super().fit(X, y, sample_weight=sample_weight, **kwargs)
 
@@ -52,7 +60,9 @@ class RowsSeenRegressor(DecisionTreeRegressor):
 class RowsSeenClassifier(DecisionTreeClassifier):
     """As RowsSeenRegressor, a classifier."""
 
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y, sample_weight=None, check_input=_UNSET, **kwargs):
+        if check_input is not _UNSET:
+            kwargs["check_input"] = check_input
         _record_fit(X, kwargs)
         return super().fit(X, y, sample_weight=sample_weight, **kwargs)
 
@@ -84,6 +94,13 @@ class Recording:
 
     def get_n_splits(self, X=None, y=None, groups=None):
         return self.splitter.get_n_splits(X, y, groups)
+
+    def get_metadata_routing(self):
+        """With metadata routing, it requests ``groups`` for ``split`` as
+        scikit-learn's group splitters do."""
+        request = MetadataRequest(owner=type(self).__name__)
+        request.split.add_request(param="groups", alias=True)
+        return request
 
 
 _names = itertools.count()
@@ -169,7 +186,7 @@ def test_the_folds_are_split_by_group(name, kind):
     splitter = _recording(make())
     model = _model(X, classifier)
     if kind == "importance":
-        selector = ShapleyR2Importance(model, threshold="fdr", cv=splitter, n_jobs=1)
+        selector = ShapleyR2Importance(model, test="fdr", cv=splitter, n_jobs=1)
     else:
         selector = ShapleyR2RFECV(model, cv=splitter, n_jobs=1)
     warns = (pytest.warns(UserWarning, match="groups parameter is ignored by TimeSeriesSplit")
@@ -243,36 +260,42 @@ def test_rfecv_float_ranking_cv_holds_out_whole_groups(classifier):
     assert not all(_whole_groups(groups, rows) for rows, _ in _FITS)
 
 
-def test_importance_tests_default_folds_are_group_folds():
-    """threshold='fdr' with cv=None cross-fits in 5 folds: with groups, group folds."""
+@pytest.mark.parametrize("with_groups", [False, True])
+def test_importance_test_needs_folds_it_is_given(with_groups):
+    """test='fdr' with cv=None does not choose folds for the user (with or without
+    groups): it asks for cv, and nothing is fitted; a group splitter given as cv
+    cross-fits by group."""
     X, y, groups = _data()
-    selector = ShapleyR2Importance(_model(X), threshold="fdr", n_jobs=1).fit(X, y, groups=groups)
+    kwargs = {"groups": groups} if with_groups else {}
+    with pytest.raises(ValueError, match=r"test='fdr' tests held-out shares: pass cv"):
+        ShapleyR2Importance(_model(X), test="fdr", n_jobs=1).fit(X, y, **kwargs)
+    assert not _FITS
+    selector = ShapleyR2Importance(_model(X), test="fdr", cv=GroupKFold(5), n_jobs=1)
+    selector.fit(X, y, groups=groups)
     assert selector.cv_shares_.shape[0] == 5
     assert len({rows for rows, _ in _FITS}) == 5 + 1
     _check_fits(groups)
-    _FITS.clear()  # without groups: KFold(5), which cuts the (shuffled) groups
-    ShapleyR2Importance(_model(X), threshold="fdr", n_jobs=1).fit(X, y)
-    assert not all(_whole_groups(groups, rows) for rows, _ in _FITS)
 
 
 @pytest.mark.parametrize("kind", ["importance", "rfecv"])
 def test_grid_search_routes_groups_to_its_folds_and_the_estimators(kind):
     """GridSearchCV(..., cv=GroupKFold).fit(X, y, groups=g) with metadata routing:
-    its own folds and the estimator's cv are both split by group; the estimator gets
-    the groups of the outer training rows."""
+    its own folds and the estimator's cv are both split by group; the estimator's cv
+    gets the groups of the outer training rows."""
     X, y, groups = _data()
     inner = _recording(GroupKFold(2))
     with config_context(enable_metadata_routing=True):
         if kind == "importance":
-            estimator = ShapleyR2Importance(_model(X), threshold="fdr", cv=inner, n_jobs=1)
+            estimator = ShapleyR2Importance(_model(X), test="fdr", cv=inner, n_jobs=1)
             # a selector without score: the held-out R^2 of its model, any score will do
             grid, scoring = {"alpha": [0.05, 0.2]}, (
                 lambda selector, X_, y_: selector.decompose(X_, y_).score)
         else:
             estimator = ShapleyR2RFECV(_model(X), cv=inner, n_jobs=1)
             grid, scoring = {"step": [1, 2]}, None
-        search = GridSearchCV(estimator.set_fit_request(groups=True), grid, cv=GroupKFold(3),
-                              scoring=scoring)
+        # the groups reach the estimator's cv by the splitter's request (a router: the
+        # estimator itself requests nothing)
+        search = GridSearchCV(estimator, grid, cv=GroupKFold(3), scoring=scoring)
         search.fit(X, y, groups=groups)
     outer = list(GroupKFold(3).split(X, y, groups))
     _check_folds(groups, outer)
@@ -294,7 +317,7 @@ def test_groups_never_reach_the_model():
     X, y, groups = _data()
     # DecisionTreeRegressor.fit has no groups parameter: it would raise TypeError
     tree = DecisionTreeRegressor(max_depth=3, random_state=0)
-    ShapleyR2Importance(tree, threshold="fdr", cv=GroupKFold(3)).fit(X, y, groups=groups)
+    ShapleyR2Importance(tree, test="fdr", cv=GroupKFold(3)).fit(X, y, groups=groups)
     ShapleyR2RFECV(tree, cv=GroupKFold(3), n_jobs=1).fit(X, y, groups=groups)
     # without cross-validation the groups are accepted and ignored
     with_groups = ShapleyR2Importance(_model(X)).fit(X, y, groups=groups)
@@ -345,7 +368,7 @@ def test_feature_groups_is_the_name_of_the_feature_groups():
     with pytest.raises(TypeError, match="groups"):
         ShapleyR2RFECV(tree, groups={"a": [0, 1]})
     # both at once: feature groups as players, cross-validation groups for the folds
-    selector = ShapleyR2Importance(_model(X), threshold="fdr", cv=GroupKFold(3), n_jobs=1,
+    selector = ShapleyR2Importance(_model(X), test="fdr", cv=GroupKFold(3), n_jobs=1,
                                    feature_groups={"a": [0, 2]}).fit(X, y, groups=groups)
     assert list(selector.decomposition_.feature_names) == ["a", "x1", "x3", "x4"]
     _check_fits(groups)

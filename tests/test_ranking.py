@@ -680,7 +680,7 @@ def test_verbose_shows_progress_and_changes_nothing(capsys):
 ])
 def test_bad_parameters(params, match):
     X, y = deep_data(3, n=50)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=f"The '{match}' parameter of TreeGradRanker must be"):
         TreeGradRanker(**params).fit(X, y)
 
 

@@ -168,7 +168,7 @@ def test_held_out_ranking_is_deterministic_and_the_same_for_any_n_jobs():
                                         float("nan")])
 def test_bad_ranking_cv_is_refused(ranking_cv):
     X, y = _data(0, n=60)
-    with pytest.raises(ValueError, match="ranking_cv must be None"):
+    with pytest.raises(ValueError, match="The 'ranking_cv' parameter of ShapleyR2RFECV must be"):
         ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), ranking_cv=ranking_cv).fit(X, y)
 
 

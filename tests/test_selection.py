@@ -1,4 +1,4 @@
-"""Tests on held-out shares (ShapleyR2Importance thresholds "fpr", "fwe", "fdr") and
+"""Tests on held-out shares (ShapleyR2Importance's test "fpr", "fwe", "fdr") and
 ShapleyR2RFECV: statistics against plain-numpy references, calibration over
 fixed seeds, scikit-learn compatibility (DESIGN.md, section 7)."""
 import math
@@ -116,15 +116,16 @@ def test_pvalues_match_a_numpy_reimplementation(weighted):
     cv = KFold(4, shuffle=True, random_state=0)
     terms = _cross_fitted_terms(model, X, y, cv, weight)
     z, p = _z_test(terms)
-    for threshold in ("fpr", "fwe", "fdr"):
-        selector = ShapleyR2Importance(model, threshold=threshold, alpha=0.1, cv=cv,
+    for test in ("fpr", "fwe", "fdr"):
+        selector = ShapleyR2Importance(model, test=test, alpha=0.1, cv=cv,
                                        n_jobs=1).fit(X, y, sample_weight=weight)
         np.testing.assert_allclose(selector.scores_, z, rtol=0, atol=1e-12)
         np.testing.assert_allclose(selector.pvalues_, p, rtol=0, atol=1e-12)
         reference = {"fpr": p <= 0.1, "fwe": _holm(p, 0.1),
-                     "fdr": _benjamini_hochberg(p, 0.1)}[threshold]
+                     "fdr": _benjamini_hochberg(p, 0.1)}[test]
         np.testing.assert_array_equal(selector.get_support(), reference)
-        assert selector.threshold_ == 0.1
+        # no share cutoff beside the test (threshold=None with a test)
+        assert selector.threshold_ == -np.inf
     # the pooled decomposition: shares are the mean of the terms, standard errors sd / sqrt(n)
     result = selector.decomposition_
     np.testing.assert_allclose(result.shares, terms.mean(axis=0), atol=1e-14)
@@ -141,7 +142,7 @@ def test_prefit_tests_the_given_held_out_rows():
     X, y = _data(1, n=300)
     model = GradientBoostingRegressor(n_estimators=8, max_depth=2, random_state=0)
     model.fit(X[:150], y[:150])
-    selector = ShapleyR2Importance(model, prefit=True, threshold="fdr").fit(X[150:], y[150:])
+    selector = ShapleyR2Importance(model, prefit=True, test="fdr").fit(X[150:], y[150:])
     local = r2_decomposition(model, X[150:], y[150:], return_local=True).local
     z, p = _z_test(150 * local)
     np.testing.assert_allclose(selector.scores_, z, atol=1e-12)
@@ -149,20 +150,62 @@ def test_prefit_tests_the_given_held_out_rows():
     assert selector.estimator_ is model and not hasattr(selector, "cv_shares_")
 
 
-def test_default_folds_and_errors():
+def test_folds_and_errors():
     X, y = _data(2, n=100)
     selector = ShapleyR2Importance(DecisionTreeRegressor(max_depth=2, random_state=0),
-                                   threshold="fwe", n_jobs=1).fit(X, y)
-    assert selector.cv_shares_.shape == (5, X.shape[1])  # cv=None: 5 folds
+                                   test="fwe", cv=5, n_jobs=1).fit(X, y)
+    assert selector.cv_shares_.shape == (5, X.shape[1])
     # a feature no fold model splits on: nothing to test, p = 1
     unused = np.all(selector.cv_shares_ == 0, axis=0)
     assert np.all(selector.pvalues_[unused] == 1.0) and np.all(selector.scores_[unused] == 0)
-    with pytest.raises(ValueError, match="alpha"):
-        ShapleyR2Importance(threshold="fdr", alpha=0.0).fit(X, y)
+    with pytest.raises(ValueError, match=r"'alpha' parameter .* range \(0.0, 1.0\]"):
+        ShapleyR2Importance(test="fdr", cv=5, alpha=0.0).fit(X, y)
     with pytest.raises(ValueError, match="max_samples"):
-        ShapleyR2Importance(threshold="fdr", max_samples=50).fit(X, y)
+        ShapleyR2Importance(test="fdr", cv=5, max_samples=50).fit(X, y)
     with pytest.raises(ValueError, match="shapFlex"):
-        ShapleyR2Importance(LinearRegression(), threshold="fdr", cv=3).fit(X, y)
+        ShapleyR2Importance(LinearRegression(), test="fdr", cv=3).fit(X, y)
+    # cv=None never cross-fits: a model to fit has no held-out shares to test
+    with pytest.raises(ValueError, match="test='fwe' tests held-out shares: pass cv"):
+        ShapleyR2Importance(test="fwe").fit(X, y)
+
+
+def test_test_and_threshold_are_separate():
+    """threshold is the share cutoff only, test the test only: threshold_ is the cutoff
+    applied, and a given threshold applies beside the test."""
+    X, y = _data(2, n=150)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0)
+    tested = ShapleyR2Importance(model, test="fpr", alpha=0.5, cv=3, n_jobs=1).fit(X, y)
+    cutoff = float(np.sort(tested.feature_importances_)[-1])  # the largest share
+    both = ShapleyR2Importance(model, test="fpr", alpha=0.5, cv=3, threshold=cutoff,
+                               n_jobs=1).fit(X, y)
+    assert both.threshold_ == cutoff
+    np.testing.assert_array_equal(both.pvalues_, tested.pvalues_)
+    np.testing.assert_array_equal(
+        both.get_support(), tested.get_support() & (tested.feature_importances_ >= cutoff))
+    assert tested.get_support().sum() > both.get_support().sum()
+    # a share cutoff alone: no tests, no p-values
+    plain = ShapleyR2Importance(model, threshold="median", cv=3, n_jobs=1).fit(X, y)
+    assert plain.threshold_ == np.median(plain.feature_importances_)
+    assert not hasattr(plain, "pvalues_")
+    # a test's name as threshold: the error says where it goes
+    for name in ("fpr", "fwe", "fdr"):
+        with pytest.raises(ValueError, match=f"the test of the held-out shares is test='{name}'"):
+            ShapleyR2Importance(model, threshold=name, cv=3).fit(X, y)
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"test": "FDR"}, "test"), ({"test": "holm"}, "test"), ({"test": 0.05}, "test"),
+    ({"alpha": 1.5}, "alpha"), ({"method": "tree"}, "method"),
+    ({"algorithm": "fast"}, "algorithm"), ({"prefit": "yes"}, "prefit"),
+    ({"cv": "five"}, "cv"), ({"n_permutations": 0}, "n_permutations"),
+    ({"max_samples": 1}, "max_samples"), ({"exact_budget": -1}, "exact_budget"),
+    ({"shap_values": "tree"}, "shap_values"), ({"verbose": "loud"}, "verbose"),
+])
+def test_unknown_parameter_values_name_the_parameter(params, name):
+    X, y = _data(2, n=60)
+    with pytest.raises(ValueError, match=f"The '{name}' parameter of ShapleyR2Importance "
+                                         "must be"):
+        ShapleyR2Importance(DecisionTreeRegressor(max_depth=2), **params).fit(X, y)
 
 
 def test_equal_shares_are_kept_or_dropped_together():
@@ -175,7 +218,7 @@ def test_equal_shares_are_kept_or_dropped_together():
 
     model = RandomForestRegressor(n_estimators=10, max_depth=3, max_features=1.0, random_state=0)
     for alpha in (0.05, 0.5):
-        selector = ShapleyR2Importance(model, threshold="fdr", alpha=alpha, cv=3,
+        selector = ShapleyR2Importance(model, test="fdr", alpha=alpha, cv=3,
                                        n_jobs=1).fit(X, y)
         support = selector.get_support()
         assert support[0] == support[1]
@@ -185,7 +228,7 @@ def test_classifier_tests_on_d2():
     X, y = load_breast_cancer(return_X_y=True)
     X = X[:, :6]
     selector = ShapleyR2Importance(DecisionTreeClassifier(max_depth=3, random_state=0),
-                                   threshold="fdr", cv=3, n_jobs=1).fit(X, y)
+                                   test="fdr", cv=3, n_jobs=1).fit(X, y)
     assert selector.score_name_ == "d2_brier"
     assert selector.decomposition_.score_name == "d2_brier"
     assert selector.get_support().any() and np.all(np.isfinite(selector.scores_))
@@ -206,7 +249,7 @@ def test_pvalues_uniform_at_the_boundary_of_h0():
         rng = np.random.default_rng(seed)
         X = rng.normal(size=(200, 1))
         y = a * np.sign(X[:, 0]) + rng.normal(size=200)
-        selector = ShapleyR2Importance(stump, prefit=True, threshold="fpr", n_jobs=1).fit(X, y)
+        selector = ShapleyR2Importance(stump, prefit=True, test="fpr", n_jobs=1).fit(X, y)
         pvalues.append(selector.pvalues_[0])
     assert stats.kstest(pvalues, "uniform").pvalue > 0.001
 
@@ -219,7 +262,7 @@ def null_simulation():
     pvalues = []
     for seed in range(150):
         X, y = _data(seed, n=100, signal=(1.0,), n_noise=4)
-        selector = ShapleyR2Importance(model, threshold="fdr", alpha=0.1,
+        selector = ShapleyR2Importance(model, test="fdr", alpha=0.1,
                                        cv=KFold(5, shuffle=True, random_state=seed),
                                        n_jobs=1).fit(X, y)
         pvalues.append(selector.pvalues_)

@@ -337,7 +337,8 @@ def test_method_resolution(diabetes):
     assert ShapleyR2Importance(LinearRegression()).fit(X, y).method_ == "shapflex"
     with pytest.raises(UnsupportedModelError):
         ShapleyR2Importance(LinearRegression(), method="qshap").fit(X, y)
-    with pytest.raises(ValueError, match="method must be"):
+    with pytest.raises(ValueError, match="The 'method' parameter of ShapleyR2Importance "
+                                         "must be a str among"):
         ShapleyR2Importance(method="lmg").fit(X, y)
     with pytest.raises(ValueError, match="callable"):
         ShapleyR2Importance(LinearRegression(), shap_values=np.zeros(3)).fit(X, y)

@@ -8,36 +8,14 @@ error sd_i(L_ij) / sqrt(n) (ddof=1). Rows of zero weight are absent, as in
 :func:`~sklearn_r2shap.r2_decomposition` (n and n_k count rows of positive
 weight).
 
-Layer: estimators (cross-fitted shares of the selectors). Imports ``_stats`` and
-``_execution.dask``; never a public function module.
+Layer: estimators (cross-fitted shares of the selectors). Imports numpy only;
+never a public function module.
 """
-import numbers
 from dataclasses import replace
 
 import numpy as np
 
-from .._execution import dask as _dask
-from ._stats import TEST_THRESHOLDS
-
-__all__ = ["check_tests", "pooled_terms", "pool_folds"]
-
-
-def check_tests(selector, X):
-    """Whether ``selector.threshold`` asks for the tests; validates ``alpha`` and what they need."""
-    if selector.threshold not in TEST_THRESHOLDS:
-        return False
-    alpha = selector.alpha
-    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
-            or not 0 < alpha <= 1):
-        raise ValueError(f"alpha must be a number in (0, 1], got {alpha!r}.")
-    if selector.max_samples is not None:
-        raise ValueError(f"threshold={selector.threshold!r} tests every row's term: it cannot "
-                         "be combined with max_samples; use max_samples=None.")
-    if _dask.is_dask_collection(X):
-        raise ValueError(f"threshold={selector.threshold!r} needs every row's term, which "
-                         "the dask decomposition does not keep; decompose in memory (e.g. "
-                         "X.compute() of a sample) or use a numeric threshold.")
-    return True
+__all__ = ["pooled_terms", "pool_folds"]
 
 
 def pooled_terms(results, tests, n_rows, sample_weight=None):

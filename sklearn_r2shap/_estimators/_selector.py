@@ -13,16 +13,31 @@ Layer: estimators (the base of the selectors); imports ``_pipeline``, ``_model``
 """
 import numbers
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.frozen import FrozenEstimator
-from sklearn.utils.validation import _check_feature_names, _check_n_features, check_is_fitted
-from sklearn.utils import get_tags
+from sklearn.utils import Bunch, _safe_indexing, check_array, get_tags
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _routing_enabled,
+    get_routing_for_object,
+    process_routing,
+)
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import (
+    _check_feature_names,
+    _check_method_params,
+    _check_n_features,
+    check_is_fitted,
+)
 
 from .._execution.local import check_verbose
+from .._validation import n_rows_features
 from .._model import is_tree_model, to_ensemble
 from .._pipeline import ends_in_tree_model, has_transformers, is_pipeline, transform, unwrap
 
@@ -104,6 +119,22 @@ def _threshold_value(threshold, scores):
     raise ValueError(f"threshold must be a string, a number or None, got {threshold!r}.")
 
 
+def _model_weight(estimator, params):
+    """The row weights ``params`` (a model's routed fit parameters) give the model
+    whose trees are explained: its ``sample_weight``, or for a Pipeline its last
+    step's (as the Pipeline routes them); None if it gets none."""
+    if not params:
+        return None
+    model = _unfrozen(estimator)[0]
+    if is_pipeline(model):
+        name, last = model.steps[-1]
+        if last is None or (isinstance(last, str) and last == "passthrough"):
+            return None
+        routed = get_routing_for_object(model).route_params(caller="fit", params=params)
+        return routed[name].fit.get("sample_weight")
+    return params.get("sample_weight")
+
+
 class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     """Base class: fit or take a tree model, score features, select them.
 
@@ -113,18 +144,36 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     ``_fit_importances(X, y, sample_weight)``, which sets
     ``feature_importances_`` (and any other fitted attribute) from
     ``self.estimator_``.
+
+    Parameters are declared once, in ``_parameter_constraints`` (scikit-learn's
+    ``_param_validation``), and checked by ``fit``'s ``_fit_context``; only what
+    depends on another parameter or on the data is checked in ``fit``.
+
+    Metadata routing (scikit-learn's ``enable_metadata_routing``): a selector is
+    a router, as :class:`~sklearn.feature_selection.SelectFromModel` is. It
+    consumes ``sample_weight`` itself (the weights of its scores) and routes
+    ``fit``'s metadata to the model's ``fit`` (and, where a subclass
+    cross-validates or scores, to the splitter's ``split`` and the scorer),
+    each by request (:meth:`get_metadata_routing`, :meth:`_route_fit`).
     """
+
+    _parameter_constraints: dict = {
+        "estimator": [None, HasMethods(["fit"])],
+        "prefit": ["boolean"],
+        "threshold": [None, str, Interval(Real, None, None, closed="both")],
+        "max_features": [None, Interval(Integral, 0, None, closed="left"), callable],
+        "n_jobs": [None, Integral],
+        "verbose": [None, StrOptions({"auto"}), "verbose"],
+    }
+
+    #: The methods whose metadata go to the same method of the model.
+    _routed_methods = ("fit",)
 
     def _default_estimator(self, y=None):
         raise NotImplementedError
 
     def _fit_importances(self, X, y, sample_weight):
         raise NotImplementedError
-
-    def _check_params(self):
-        if not isinstance(self.prefit, (bool, np.bool_)):
-            raise ValueError(f"prefit must be True or False, got {self.prefit!r}.")
-        check_verbose(self.verbose)
 
     def _step_line(self, message, since=None):
         """With ``verbose >= 2``, one line per step (an RFECV step, a CV fold, a
@@ -135,8 +184,129 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         took = "" if since is None else f" ({time.perf_counter() - since:.2f} s)"
         print(f"[{type(self).__name__}] {message}{took}", flush=True)
 
-    def _fit_estimator(self, X, y, sample_weight=None, **fit_params):
-        """Set ``estimator_``: the given fitted model, or a fitted clone."""
+    # ------------------------------------------------------------------
+    # the inputs of fit, checked once
+
+    def _check_fit_input(self, X, y, sample_weight=None, *, y_required=True,
+                         allow_nan=None, accept_sparse=("csr", "csc"), ensure_min_samples=1,
+                         convert=True):
+        """X, y and ``sample_weight`` of ``fit``, checked once; records
+        ``n_features_in_`` and ``feature_names_in_``.
+
+        X must be 2-D (the package's message for 1-D rows), finite, or NaN
+        where ``allow_nan`` (default: the tags) allows it. With ``convert``, an
+        array-like X comes back as the checked array and y as an array (a
+        DataFrame stays one, for a Pipeline's column transformers), and
+        ``sample_weight`` as an array.
+        """
+        if y is None and y_required:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
+        if allow_nan is None:
+            allow_nan = self.__sklearn_tags__().input_tags.allow_nan
+        n_rows_features(X)
+        checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
+                              dtype=None, ensure_min_samples=ensure_min_samples,
+                              accept_sparse=accept_sparse)
+        self._record_input(X)
+        if not convert:
+            return X, y, sample_weight
+        if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
+            X = checked
+            if y is not None:
+                y = np.asarray(y)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)
+        return X, y, sample_weight
+
+    # ------------------------------------------------------------------
+    # metadata routing
+
+    def _routing_estimator(self):
+        """The model whose ``fit`` gets routed metadata (the default one if None)."""
+        return self.estimator if self.estimator is not None else self._default_estimator()
+
+    def _add_routes(self, router):
+        """A subclass adds its splitters and scorers to ``router``."""
+
+    def get_metadata_routing(self):
+        """Get the metadata routing of this object.
+
+        A selector consumes ``sample_weight`` itself (``set_fit_request``) and
+        routes ``fit``'s other metadata by request: to the model's ``fit``, and
+        where it cross-validates or scores, to the splitter's ``split``
+        (``groups``) and to the scorer (``sample_weight``): scikit-learn's
+        metadata routing, and the documentation page "Feature selection",
+        "Metadata routing".
+
+        Returns
+        -------
+        routing : MetadataRouter
+            A :class:`~sklearn.utils.metadata_routing.MetadataRouter` encapsulating
+            routing information.
+        """
+        router = MetadataRouter(owner=type(self).__name__).add_self_request(self)
+        estimator = self._routing_estimator()
+        if estimator is not None:
+            mapping = MethodMapping()
+            for method in self._routed_methods:
+                mapping.add(caller=method, callee=method)
+            router.add(estimator=estimator, method_mapping=mapping)
+        self._add_routes(router)
+        return router
+
+    def _route_fit(self, sample_weight, fit_params, groups=None):
+        """Where ``fit``'s metadata goes: ``(model_params, model_weight, routed)``.
+
+        ``model_params``: the keyword arguments of the model's ``fit``;
+        ``model_weight``: the row weights they give the explained model (for
+        its covers, ``_record_data_covers``); ``routed``: a Bunch with
+        ``split`` (keyword arguments of ``cv.split``), ``ranking_split`` (of
+        ``ranking_cv``'s) and ``score`` (of the scorer).
+
+        With metadata routing enabled, each piece goes where it was requested
+        (``process_routing``): the model gets ``sample_weight`` only if it
+        requested it. Without it (the default), as always: ``fit_params`` and
+        ``sample_weight`` go to the model's ``fit`` (a Pipeline's as
+        ``<last step>__sample_weight``), ``groups`` to the splits, nothing to
+        the scorer.
+        """
+        estimator = self._routing_estimator()
+        if _routing_enabled():
+            given = {key: value for key, value in dict(
+                fit_params, sample_weight=sample_weight, groups=groups).items()
+                if value is not None}
+            routed = process_routing(self, "fit", **given)
+            model_params = dict(routed.estimator.fit) if "estimator" in routed else {}
+            weight = _model_weight(estimator, model_params)
+            routes = Bunch(
+                split=dict(routed.splitter.split) if "splitter" in routed else {},
+                ranking_split=(dict(routed.ranking_splitter.split)
+                               if "ranking_splitter" in routed else {}),
+                score=dict(routed.scorer.score) if "scorer" in routed else {})
+            return model_params, weight, routes
+        model_params = dict(fit_params)
+        if sample_weight is not None:
+            # a Pipeline takes the weights of its final step as <step>__sample_weight
+            key = (f"{estimator.steps[-1][0]}__sample_weight" if is_pipeline(estimator)
+                   else "sample_weight")
+            model_params[key] = sample_weight
+        return model_params, sample_weight, Bunch(
+            split={"groups": groups}, ranking_split={"groups": groups}, score={})
+
+    @staticmethod
+    def _rows_of(X, model_params, model_weight, rows):
+        """The model's fit parameters and weights of the rows ``rows`` of X (fit
+        parameters of X's length are indexed, as scikit-learn's cross-validation
+        indexes them; others pass unchanged)."""
+        params = _check_method_params(X, params=model_params, indices=rows)
+        weight = None if model_weight is None else _safe_indexing(model_weight, rows)
+        return params, weight
+
+    def _fit_estimator(self, X, y, model_params=None, model_weight=None):
+        """Set ``estimator_``: the given fitted model, or a clone fitted with
+        ``model_params`` (``_route_fit``), whose weights are ``model_weight``."""
         estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         model, frozen = _unfrozen(estimator)
         if self.prefit or frozen:
@@ -144,13 +314,10 @@ class BaseTreeSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             self._data_covers = None  # a prefit model keeps its library's covers
             return model
         estimator = clone(estimator)
-        if sample_weight is not None:
-            # a Pipeline takes the weights of its final step as <step>__sample_weight
-            key = (f"{estimator.steps[-1][0]}__sample_weight" if is_pipeline(estimator)
-                   else "sample_weight")
-            fit_params = dict(fit_params, **{key: sample_weight})
-        fitted = estimator.fit(X, **fit_params) if y is None else estimator.fit(X, y, **fit_params)
-        self._record_data_covers(fitted, X, sample_weight)
+        model_params = {} if model_params is None else model_params
+        fitted = (estimator.fit(X, **model_params) if y is None
+                  else estimator.fit(X, y, **model_params))
+        self._record_data_covers(fitted, X, model_weight)
         return fitted
 
     def _record_data_covers(self, model, X, sample_weight):

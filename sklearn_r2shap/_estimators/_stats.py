@@ -15,12 +15,12 @@ from scipy.stats import norm
 
 from ._selector import selected_by_threshold
 
-__all__ = ["TEST_THRESHOLDS", "share_tests", "adjusted_pvalues", "rejected",
+__all__ = ["TESTS", "share_tests", "adjusted_pvalues", "rejected",
            "choose_n_features"]
 
-#: The thresholds that test H0: share_j <= 0 (names of scikit-learn's SelectFpr,
-#: SelectFwe, SelectFdr).
-TEST_THRESHOLDS = ("fpr", "fwe", "fdr")
+#: The tests of H0: share_j <= 0 (ShapleyR2Importance's ``test``; the names of
+#: scikit-learn's SelectFpr, SelectFwe, SelectFdr).
+TESTS = ("fpr", "fwe", "fdr")
 
 
 def share_tests(terms):
@@ -68,7 +68,7 @@ def adjusted_pvalues(pvalues, method):
     elif method == "fdr":
         adjusted = np.minimum.accumulate(np.minimum(1.0, m * ranked / rank)[::-1])[::-1]
     else:
-        raise ValueError(f"Unknown test {method!r}: expected one of {TEST_THRESHOLDS}.")
+        raise ValueError(f"Unknown test {method!r}: expected one of {TESTS}.")
     out = np.empty(m)
     out[order] = adjusted
     return out

@@ -10,13 +10,15 @@ Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
 import time
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import is_classifier
+from sklearn.base import _fit_context, is_classifier
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-from sklearn.model_selection import GroupKFold, StratifiedGroupKFold, check_cv
-from sklearn.utils import _safe_indexing, check_array
-from sklearn.utils.multiclass import type_of_target
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.metadata_routing import UNUSED, MethodMapping
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups, _pipeline
@@ -24,7 +26,6 @@ from .._errors import UnsupportedModelError
 from .._execution import dask as _dask
 from .._execution.cost import DEFAULT_EXACT_BUDGET
 from .._scores import loss_of
-from .._validation import n_rows_features
 from ..decomposition import r2_decomposition
 from ..shapflex import shapflex_decomposition
 from . import _held_out, _stats
@@ -80,23 +81,33 @@ class ShapleyR2Importance(BaseTreeSelector):
         Use ``estimator`` as already fitted: ``fit`` only decomposes R^2 on
         the (X, y) it is given, e.g. held-out data.
     threshold : str or float, default=None
-        Features with ``share >= threshold`` are selected: a number, "mean",
-        "median" or e.g. "1.5*mean"; None means "mean". Or a test of
-        H0: share_j <= 0 on held-out shares at level ``alpha``: "fpr" (no
-        correction), "fwe" (Holm) or "fdr" (Benjamini-Hochberg). The tests
-        cross-fit (``cv``, 5 folds if None) unless the model is prefit, and
-        then test the shares on the data given to ``fit``. H0 is that the
-        feature adds nothing on unseen rows given the model as trained; a
-        feature correlated with a useful one can reject it without being
-        needed given the others (merge such features, or use
+        The share cutoff: features with ``share >= threshold`` are selected.
+        A number, "mean", "median" or e.g. "1.5*mean". None: "mean" when
+        ``test`` is None; no cutoff (``threshold_ = -inf``) when a ``test``
+        selects (a given ``threshold`` then applies too: a feature must pass
+        both).
+    test : {"fpr", "fwe", "fdr"} or None, default=None
+        A test of H0: share_j <= 0 on held-out shares at level ``alpha``
+        (the names of scikit-learn's SelectFpr, SelectFwe, SelectFdr): "fpr"
+        (no correction), "fwe" (Holm) or "fdr" (Benjamini-Hochberg); the
+        features whose H0 is rejected are selected. The shares tested are
+        cross-fitted with ``cv``, which must then be given (e.g. ``cv=5``),
+        or, for a model given fitted (``prefit=True`` or a
+        :class:`~sklearn.frozen.FrozenEstimator`) and ``cv=None``,
+        those on the data given to ``fit`` (rows it was not fitted on). H0
+        is that the feature adds nothing on unseen rows given the model as
+        trained; a feature correlated with a useful one can reject it
+        without being needed given the others (merge such features, or use
         :class:`ShapleyR2RFECV`). Documentation page "Feature selection".
-    alpha : float, default=0.05
-        The level of the tests (``threshold`` "fpr", "fwe" or "fdr").
+    alpha : float in (0, 1], default=0.05
+        The level of the ``test``.
     max_features : int or callable, default=None
         At most this many features (the largest shares), also subject to the
         threshold (use ``threshold=-np.inf`` to select on this only).
     cv : int, cross-validation generator or iterable, default=None
-        Cross-fitted shares: a clone is fitted on each training fold
+        None: no cross-fitting, the shares of the model on the data given to
+        ``fit`` (whatever ``test`` is). Otherwise cross-fitted shares: a clone
+        is fitted on each training fold
         and its score decomposed on its held-out fold (stratified folds for
         classifiers, as ``check_cv`` gives them); Q-SHAP: the held-out rows
         of all folds are pooled, each row's term scaled so that its fold's
@@ -157,11 +168,10 @@ class ShapleyR2Importance(BaseTreeSelector):
         deviation of the fold values over sqrt(n_folds). NaN for shapFlex
         without ``cv`` (its shares are not sums over rows).
     pvalues_ : ndarray of shape (`n_features_in_`,)
-        The tests' one-sided p-values 1 - Phi(z_j) (only with a test
-        ``threshold``); 1 for a feature no model splits on.
+        The tests' one-sided p-values 1 - Phi(z_j), not adjusted (only with
+        a ``test``); 1 for a feature no model splits on.
     scores_ : ndarray of shape (`n_features_in_`,)
-        The tests' statistics z_j = share_j / se_j (only with a test
-        ``threshold``).
+        The tests' statistics z_j = share_j / se_j (only with a ``test``).
     score_ : float
         The model's score on the data, R^2 or the D^2 ``score_name_`` names
         (with ``cv``: of the pooled held-out rows; shapFlex: the mean over
@@ -185,7 +195,7 @@ class ShapleyR2Importance(BaseTreeSelector):
     cv_shares_ : ndarray of shape (n_folds, `n_features_in_`)
         Per-fold shares (only with ``cv``).
     threshold_ : float
-        The threshold applied to R2_j, or ``alpha`` for the tests.
+        The share cutoff applied to R2_j (-inf when ``test`` selects alone).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when X has feature names that are all strings.
@@ -223,15 +233,34 @@ class ShapleyR2Importance(BaseTreeSelector):
     A test of each feature's held-out share (5 folds, Benjamini-Hochberg at 0.05):
 
     >>> tested = ShapleyR2Importance(GradientBoostingRegressor(max_depth=2, random_state=0),
-    ...                              threshold="fdr").fit(X, y)
+    ...                              test="fdr", cv=5).fit(X, y)
     >>> tested.get_feature_names_out().tolist()
     ['bmi', 'bp', 's5']
     >>> tested.decomposition_.local.shape  # the pooled held-out rows
     (442, 10)
     """
 
+    _parameter_constraints: dict = {
+        **BaseTreeSelector._parameter_constraints,
+        "method": [StrOptions({"auto", "qshap", "shapflex"})],
+        "shap_values": [None, callable],
+        "test": [None, StrOptions(set(_stats.TESTS))],
+        "alpha": [Interval(Real, 0, 1, closed="right")],
+        "cv": ["cv_object"],
+        "algorithm": [StrOptions({"auto", "exact", "sampled"})],
+        "exact_budget": [Interval(Real, 0, None, closed="left")],
+        "n_permutations": [Interval(Integral, 1, None, closed="left")],
+        "max_samples": [None, Interval(Integral, 2, None, closed="left"),
+                        Interval(RealNotInt, 0, 1, closed="right")],
+        "random_state": ["random_state"],
+        # checked with the feature groups of the functions (``_groups``)
+        "feature_groups": "no_validation",
+    }
+    # groups go to cv's split (by its request), never to the selector itself
+    __metadata_request__fit = {"groups": UNUSED}
+
     def __init__(self, estimator=None, *, method="auto", shap_values=None, prefit=False,
-                 threshold=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
+                 threshold=None, test=None, alpha=0.05, max_features=None, cv=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
                  n_permutations=2, max_samples=None, random_state=None, feature_groups=None):
         self.estimator = estimator
@@ -239,6 +268,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         self.shap_values = shap_values
         self.prefit = prefit
         self.threshold = threshold
+        self.test = test
         self.alpha = alpha
         self.max_features = max_features
         self.cv = cv
@@ -256,6 +286,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             return HistGradientBoostingClassifier(random_state=0)
         return HistGradientBoostingRegressor(random_state=0)
 
+    @_fit_context(prefer_skip_nested_validation=False)  # the estimator is not validated
     def fit(self, X, y, sample_weight=None, *, groups=None, **fit_params):
         """Fit the model (unless prefit) and decompose its R^2 on (X, y).
 
@@ -269,45 +300,49 @@ class ShapleyR2Importance(BaseTreeSelector):
             With a dask X, a dask Array or Series of the same row blocks, or
             an in-memory array.
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` (to its final step, as
-            ``<step>__sample_weight``, for a Pipeline) and used in the
-            decomposition. A HistGradientBoosting model fitted here (not
-            prefit) is explained with node covers weighted by it, as its own
-            node counts ignore the weights.
+            Used in the decomposition and passed to the model's ``fit`` (to
+            its final step, as ``<step>__sample_weight``, for a Pipeline); with
+            metadata routing enabled, to the model only if it requested it
+            (``model.set_fit_request(sample_weight=True)``), and to this
+            selector if a meta-estimator routes it here
+            (``set_fit_request(sample_weight=True)``). A HistGradientBoosting
+            model fitted here with them (not prefit) is explained with node
+            covers weighted by them, as its own node counts ignore the weights.
         groups : array-like of shape (n_samples,), default=None
             Group labels of the rows for the cross-fitting splits, as in
             scikit-learn's cross-validation: given to ``cv.split`` (e.g.
             :class:`~sklearn.model_selection.GroupKFold`), so that a
             held-out fold shares no group with the rows its model was fitted
-            on. With the tests (``threshold`` "fpr", "fwe" or "fdr") and
-            ``cv=None``, the 5 default folds are then
-            :class:`~sklearn.model_selection.GroupKFold`
-            (:class:`~sklearn.model_selection.StratifiedGroupKFold` for a
-            classifier of a class target). A splitter that takes no groups
-            ignores them (scikit-learn warns), as does an int ``cv``
-            ((Stratified)KFold: pass a group splitter). Accepted and ignored
-            when nothing is cross-fitted; never passed to the model's
-            ``fit``. Not the feature groups (``feature_groups``).
+            on. A splitter that takes no groups ignores them (scikit-learn
+            warns), as does an int ``cv`` ((Stratified)KFold: pass a group
+            splitter). Accepted and ignored when nothing is cross-fitted
+            (with metadata routing enabled, routed to ``cv``'s ``split`` by its
+            request, which a group splitter makes by default); never passed to
+            the model's ``fit``. Not the feature groups (``feature_groups``).
         **fit_params : dict
-            Passed to the model's ``fit``.
+            Passed to the model's ``fit`` (on each fold's training rows, indexed
+            like them when they have one value per row). With metadata routing
+            enabled, routed by request: to the model's ``fit`` what it requested
+            (``model.set_fit_request(...)``); an unrequested one raises
+            scikit-learn's error.
 
         Returns
         -------
         self : ShapleyR2Importance
         """
-        return self._converting_once(
-            lambda: self._fit(X, y, sample_weight, groups, **fit_params))
+        X, y, sample_weight = self._check_fit_data(X, y, sample_weight, fit_params)
+        if groups is not None and self.cv is not None:
+            groups = np.asarray(groups)
+            if _num_samples(groups) != _num_samples(y):
+                raise ValueError(f"groups has {_num_samples(groups)} labels for "
+                                 f"{_num_samples(y)} rows.")
+        model_params, model_weight, routed = self._route_fit(sample_weight, fit_params, groups)
+        return self._converting_once(lambda: self._fit(
+            X, y, sample_weight, routed.split, model_params, model_weight))
 
-    def _fit(self, X, y, sample_weight, groups, **fit_params):
-        self._check_params()
-        if self.method not in ("auto", "qshap", "shapflex"):
-            raise ValueError(f"method must be 'auto', 'qshap' or 'shapflex', got {self.method!r}.")
-        if self.algorithm not in ("auto", "exact", "sampled"):
-            raise ValueError("algorithm must be 'auto', 'exact' or 'sampled', got "
-                             f"{self.algorithm!r}.")
-        if self.shap_values is not None and not callable(self.shap_values):
-            raise ValueError("shap_values must be None or a callable f(estimator, X), got "
-                             f"{type(self.shap_values).__name__}.")
+    def _check_fit_data(self, X, y, sample_weight, fit_params):
+        """X, y and sample_weight checked once (``_check_fit_input``; a dask X: only
+        its names and width), and what the parameters need of them."""
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
@@ -317,28 +352,36 @@ class ShapleyR2Importance(BaseTreeSelector):
             # a dask DataFrame's names and width: those of its empty pandas stand-in
             self._record_input(X._meta if hasattr(X, "_meta") and hasattr(X, "columns") else X)
         else:
-            allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-            n_rows_features(X)
-            checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
-                                  dtype=None, ensure_min_samples=2,
-                                  accept_sparse=("csr", "csc"))
-            self._record_input(X)
-            if not hasattr(X, "iloc"):  # array-likes: indexable by fold, and by the SHAP sources
-                X, y = checked, np.asarray(y)
-            if sample_weight is not None:
-                sample_weight = np.asarray(sample_weight)
-        tests = _held_out.check_tests(self, X)
-        # the tests are on held-out shares: cross-fitted unless the model is given fitted
-        cv = self.cv
-        if tests and cv is None and not self._given_fitted():
-            cv = 5 if groups is None else self._group_folds(5, y)
-        if groups is not None and cv is not None:
-            groups = np.asarray(groups)
-            if _num_samples(groups) != _num_samples(y):
-                raise ValueError(f"groups has {_num_samples(groups)} labels for "
-                                 f"{_num_samples(y)} rows.")
-        if cv is None:
-            self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+            X, y, sample_weight = self._check_fit_input(X, y, sample_weight,
+                                                        ensure_min_samples=2)
+        if isinstance(self.threshold, str) and self.threshold in _stats.TESTS:
+            raise ValueError(
+                f"threshold={self.threshold!r}: threshold is the cutoff on the shares (a "
+                f"number, 'mean', 'median' or e.g. '1.5*mean'); the test of the held-out "
+                f"shares is test={self.threshold!r} (with cv, e.g. cv=5).")
+        if self.test is not None:
+            if self.max_samples is not None:
+                raise ValueError(f"test={self.test!r} tests every row's term: it cannot be "
+                                 "combined with max_samples; use max_samples=None.")
+            if _dask.is_dask_collection(X):
+                raise ValueError(f"test={self.test!r} needs every row's term, which the dask "
+                                 "decomposition does not keep; decompose in memory (e.g. "
+                                 "X.compute() of a sample) or use test=None.")
+            if self.cv is None and not self._given_fitted():
+                raise ValueError(
+                    f"test={self.test!r} tests held-out shares: pass cv (e.g. cv=5, or a group "
+                    "splitter such as GroupKFold(5) with fit's groups) to cross-fit them, or a "
+                    "model fitted on other rows (prefit=True or a FrozenEstimator) to test "
+                    "its shares on the rows given to fit. cv=None never cross-fits.")
+        return X, y, sample_weight
+
+    def _fit(self, X, y, sample_weight, split_params, model_params, model_weight):
+        """``fit`` on checked data: ``split_params`` for ``cv.split``, the model's fit
+        parameters and weights (``_route_fit``). ShapleyR2RFECV's steps call it on
+        the data it checked."""
+        tests = self.test is not None
+        if self.cv is None:
+            self.estimator_ = self._fit_estimator(X, y, model_params, model_weight)
             result = self._decompose(self.estimator_, X, y, sample_weight, return_local=tests)
             self.decomposition_ = result
             self.feature_importances_ = result.shares
@@ -352,42 +395,43 @@ class ShapleyR2Importance(BaseTreeSelector):
                 self._test_terms = _held_out.pooled_terms(
                     [result], [np.arange(len(result.local))], len(result.local), sample_weight)[0]
         else:
-            self._fit_cross_validated(X, y, sample_weight, fit_params, cv, groups)
+            self._fit_cross_validated(X, y, sample_weight, split_params, model_params,
+                                      model_weight)
         self.unattributed_ = self.score_ - float(np.sum(self.feature_importances_))
         terms = self.__dict__.pop("_test_terms", None)  # the pooled L_ij, not kept
+        for name in ("scores_", "pvalues_"):  # of an earlier fit with a test
+            self.__dict__.pop(name, None)
         if tests:
             if self.method_ != "qshap":
-                raise ValueError("The tests (threshold='fdr', 'fwe' or 'fpr') need "
-                                 "method='qshap': shapFlex shares are not sums of per-row terms.")
+                raise ValueError(f"test={self.test!r} needs method='qshap': shapFlex shares "
+                                 "are not sums of per-row terms.")
             self.scores_, self.pvalues_ = _stats.share_tests(terms)
         self._set_threshold(X)
         return self
-
-    def _group_folds(self, n_splits, y):
-        """The default folds of the tests with cross-validation groups: ``n_splits``
-        group folds, stratified as ``check_cv`` stratifies (a classifier of a class
-        target)."""
-        estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
-        if (is_classifier(_unfrozen(estimator)[0])
-                and type_of_target(y) in ("binary", "multiclass")):
-            return StratifiedGroupKFold(n_splits)
-        return GroupKFold(n_splits)
 
     def _given_fitted(self):
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         return bool(self.prefit) or _unfrozen(estimator)[1]
 
+    def _add_routes(self, router):
+        if self.cv is not None:
+            router.add(splitter=check_cv(self.cv),
+                       method_mapping=MethodMapping().add(caller="fit", callee="split"))
+
     def _set_threshold(self, X):
-        if self.threshold in _stats.TEST_THRESHOLDS:
+        if self.test is not None and self.threshold is None:
+            # the test alone selects: no cutoff on the shares
+            self._record_explained_features()
             self.max_features_ = self._validate_max_features(X)
-            self.threshold_ = float(self.alpha)
+            self.threshold_ = -np.inf
         else:
             super()._set_threshold(X)
 
     def _threshold_mask(self):
-        if self.threshold in _stats.TEST_THRESHOLDS:
-            return _stats.rejected(self.pvalues_, self.threshold, self.alpha)
-        return super()._threshold_mask()
+        mask = super()._threshold_mask()
+        if self.test is not None:
+            mask &= _stats.rejected(self.pvalues_, self.test, self.alpha)
+        return mask
 
     def _check_dask_fit(self, fit_params):
         """On dask data, ``fit`` only decomposes the R^2 of a model fitted beforehand."""
@@ -405,22 +449,22 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(f"fit parameters {sorted(fit_params)} are for fitting the model, "
                              "which a prefit model on dask data does not do.")
 
-    def _fit_cross_validated(self, X, y, sample_weight, fit_params, cv, groups=None):
+    def _fit_cross_validated(self, X, y, sample_weight, split_params, model_params,
+                             model_weight):
         if self.prefit:
             raise ValueError("cv refits the estimator on each fold; it cannot be used "
                              "with prefit=True.")
 
         estimator = self.estimator if self.estimator is not None else self._default_estimator(y)
         # stratified folds for classifiers, as cross_val_score uses
-        cv = check_cv(cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
+        cv = check_cv(self.cv, y, classifier=is_classifier(_unfrozen(estimator)[0]))
         importances, r2, sigma_unique, methods, algorithms = [], [], [], set(), set()
         scores, results, tests = set(), [], []
-        for fold, (train, test) in enumerate(cv.split(X, y, groups)):
+        for fold, (train, test) in enumerate(cv.split(X, y, **split_params)):
             since = time.perf_counter()
-            weight_train = None if sample_weight is None else _safe_indexing(sample_weight, train)
             weight_test = None if sample_weight is None else _safe_indexing(sample_weight, test)
             model = self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train),
-                                        weight_train, **fit_params)
+                                        *self._rows_of(X, model_params, model_weight, train))
             # per-row terms, to pool the folds' rows (Q-SHAP on every row)
             local = self.max_samples is None and self._resolve_method(model)[0] == "qshap"
             result = self._decompose(model, _safe_indexing(X, test), _safe_indexing(y, test),
@@ -453,7 +497,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             self.feature_importances_ = self.decomposition_.shares
             self.std_errors_ = self.decomposition_.std_errors
             self.score_ = float(self.decomposition_.score)
-        self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+        self.estimator_ = self._fit_estimator(X, y, model_params, model_weight)
 
     def _resolve_method(self, model):
         """(method, TreeEnsemble or None) for a fitted model."""
@@ -504,7 +548,7 @@ class ShapleyR2Importance(BaseTreeSelector):
                 max_samples=None if return_local else self.max_samples,
                 random_state=self.random_state)
         elif return_local:
-            raise ValueError("local_shares and the tests (threshold='fdr', 'fwe' or 'fpr') need "
+            raise ValueError("local_shares and the tests (test='fpr', 'fwe' or 'fdr') need "
                              "method='qshap': shapFlex shares are not sums of per-row terms.")
         elif _dask.is_dask_collection(X):
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "

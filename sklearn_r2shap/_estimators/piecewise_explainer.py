@@ -11,7 +11,8 @@ never imported by them.
 import time
 
 import numpy as np
-from sklearn.utils import check_array
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from .._errors import import_optional
@@ -105,6 +106,11 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
     True
     """
 
+    _parameter_constraints: dict = {
+        **BaseTreeSelector._parameter_constraints,
+        "estimator": [None, HasMethods(["fit"]), TreeEnsemble],
+    }
+
     def __init__(self, estimator=None, *, prefit=False, threshold=None, max_features=None,
                  n_jobs=None, verbose="auto"):
         self.estimator = estimator
@@ -120,6 +126,15 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
             "(lightgbm.LGBMRegressor(linear_tree=True); or pass an estimator)")
         return lightgbm.LGBMRegressor(linear_tree=True, verbose=-1)
 
+    def _routing_estimator(self):
+        if self.estimator is not None:
+            return self.estimator
+        try:
+            return self._default_estimator()
+        except ImportError:  # no LightGBM: fit says so; nothing to route to
+            return None
+
+    @_fit_context(prefer_skip_nested_validation=False)  # the estimator is not validated
     def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the model (unless prefit), then explain the rows of X.
 
@@ -130,16 +145,20 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
         y : array-like of shape (n_samples,), default=None
             Target; required unless the model is prefit or frozen.
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` and used to weigh covers and means.
+            Used to weigh covers and means, and passed to the model's ``fit``;
+            with metadata routing enabled, to the model only if it requested it
+            (``model.set_fit_request(sample_weight=True)``).
         **fit_params : dict
-            Passed to the model's ``fit`` (e.g. ``categorical_feature``).
+            Passed to the model's ``fit`` (e.g. ``categorical_feature``); with
+            metadata routing enabled, those it requested
+            (``model.set_fit_request(...)``).
 
         Returns
         -------
         self : PiecewiseLinearExplainer
         """
-        self._check_params()
-        check_array(X, ensure_all_finite="allow-nan", dtype=None)
+        X, y, _ = self._check_fit_input(X, y, y_required=False, allow_nan=True,
+                                        accept_sparse=False, convert=False)
         if isinstance(self.estimator, TreeEnsemble) and not self.prefit:
             raise ValueError("A TreeEnsemble cannot be fitted: pass prefit=True to explain it.")
         fitted = self.prefit or _unfrozen(self.estimator)[1]
@@ -148,13 +167,13 @@ class PiecewiseLinearExplainer(BaseTreeSelector):
                 f"{type(self).__name__} requires y to be passed, but the target y is None "
                 "(only a prefit or frozen model can be explained without y)."
             )
-        self._record_input(X)
         n_threads = resolve_n_jobs(self.n_jobs)
         since = time.perf_counter()
         if self.prefit and isinstance(self.estimator, TreeEnsemble):
             self.estimator_ = self.estimator
         else:
-            self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+            model_params, model_weight, _ = self._route_fit(sample_weight, fit_params)
+            self.estimator_ = self._fit_estimator(X, y, model_params, model_weight)
             self._step_line("fitted the model", since)
         model, X, _ = self._explained_model(self.estimator_, X)  # a Pipeline: its last step
         self.ensemble_ = to_ensemble(model)

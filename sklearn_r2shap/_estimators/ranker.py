@@ -9,12 +9,13 @@ thresholds and attributes.
 Layer: estimators. Imports the public functions and the layers below;
 never imported by them.
 """
-import numbers
 import time
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_feature_names,
     _check_n_features,
@@ -31,7 +32,7 @@ from .._model import explainable_ensemble
 from .._prepare import prepare
 from .._validation import n_rows_features
 from ..attributions import check_game, semivalues_of
-from ..ranking import _check_ranker_params, scores_of
+from ..ranking import _OPTIMIZERS, scores_of
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 
 __all__ = ["TreeGradRanker"]
@@ -40,9 +41,8 @@ _VALUE_KINDS = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
 
 
 def _check_model_output(ensemble, kind):
-    """Validate ``model_output`` ("raw", "probability" or None) for the model."""
-    if not (kind is None or (isinstance(kind, str) and kind in ("raw", "probability"))):
-        raise ValueError(f"model_output must be None, 'raw' or 'probability', got {kind!r}.")
+    """Check that the model has the ``model_output`` (declared None, "raw" or
+    "probability")."""
     if kind == "probability" and not _has_probability_leaves(ensemble):
         if _classes(ensemble) is not None:
             held = ("margins (log-odds). The path-dependent game is defined on leaf "
@@ -159,6 +159,15 @@ class TreeGradRanker(BaseTreeSelector):
     (2, 10)
     """
 
+    _parameter_constraints: dict = {
+        **BaseTreeSelector._parameter_constraints,
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, np.inf, closed="neither")],
+        "optimizer": [StrOptions(set(_OPTIMIZERS))],
+        "model_output": [None, StrOptions({"raw", "probability"})],
+        "class_index": [None, Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, estimator=None, *, prefit=False, n_iter=100, step_size=5.0,
                  optimizer="adam", model_output=None, class_index=None, threshold=None,
                  max_features=None, n_jobs=None, verbose="auto"):
@@ -179,24 +188,11 @@ class TreeGradRanker(BaseTreeSelector):
             return DecisionTreeClassifier(max_depth=6, random_state=0)
         return DecisionTreeRegressor(max_depth=6, random_state=0)
 
-    def _check_params(self):
-        super()._check_params()
-        _check_ranker_params(self.n_iter, self.step_size, self.optimizer)
-        if not (self.model_output is None or (isinstance(self.model_output, str)
-                                              and self.model_output in ("raw", "probability"))):
-            raise ValueError("model_output must be None, 'raw' or 'probability', got "
-                             f"{self.model_output!r}.")
-        if self.class_index is not None and (
-                not isinstance(self.class_index, numbers.Integral)
-                or isinstance(self.class_index, bool) or self.class_index < 0):
-            raise ValueError(
-                f"class_index must be None or a non-negative integer, got {self.class_index!r}."
-            )
-
     def _needs_y(self):
         frozen = self.estimator is not None and _unfrozen(self.estimator)[1]
         return not (self.prefit or frozen)
 
+    @_fit_context(prefer_skip_nested_validation=False)  # the estimator is not validated
     def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the model (unless prefit) and score every row of X.
 
@@ -206,24 +202,21 @@ class TreeGradRanker(BaseTreeSelector):
         y : array-like of shape (n_samples,), default=None
             Needed unless the model is prefit or frozen.
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` (to its final step, as
-            ``<step>__sample_weight``, for a Pipeline) and used as row
-            weights in ``feature_importances_`` and ``mean_scores_``.
+            Used as row weights in ``feature_importances_`` and
+            ``mean_scores_``, and passed to the model's ``fit`` (to its final
+            step, as ``<step>__sample_weight``, for a Pipeline); with metadata
+            routing enabled, to the model only if it requested it
+            (``model.set_fit_request(sample_weight=True)``).
         **fit_params : dict
-            Passed to the model's ``fit``.
+            Passed to the model's ``fit``; with metadata routing enabled, those
+            it requested (``model.set_fit_request(...)``).
 
         Returns
         -------
         self : TreeGradRanker
         """
-        self._check_params()
-        if y is None and self._needs_y():
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
-            )
-        n_rows_features(X)
-        check_array(X, ensure_all_finite="allow-nan", dtype=None, accept_sparse=("csr", "csc"))
-        self._record_input(X)
+        X, y, _ = self._check_fit_input(X, y, y_required=self._needs_y(), allow_nan=True,
+                                        convert=False)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
             if np.any(sample_weight < 0):
@@ -231,8 +224,9 @@ class TreeGradRanker(BaseTreeSelector):
                                  "in feature_importances_).")
             if not np.sum(sample_weight) > 0:
                 raise ValueError("sample_weight must have a positive sum.")
+        model_params, model_weight, _ = self._route_fit(sample_weight, fit_params)
         since = time.perf_counter()
-        self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
+        self.estimator_ = self._fit_estimator(X, y, model_params, model_weight)
         self._step_line("fitted the model", since)
         model, X_explained, _ = self._explained_model(self.estimator_, X)
         ensemble = explainable_ensemble(model)
@@ -272,10 +266,8 @@ class TreeGradRanker(BaseTreeSelector):
         return prepare(self._ensemble, X, n_jobs=self.n_jobs, verbose=self.verbose)
 
     def _scores(self, X):
-        n_iter, step_size, adam = _check_ranker_params(self.n_iter, self.step_size,
-                                                       self.optimizer)
-        return scores_of(self._call(X), n_iter=n_iter, step_size=step_size, adam=adam,
-                         class_index=self.class_index)
+        return scores_of(self._call(X), n_iter=int(self.n_iter), step_size=float(self.step_size),
+                         adam=self.optimizer == "adam", class_index=self.class_index)
 
     def row_scores(self, X):
         """TreeGrad-Ranker scores of the rows of X, shape (n_samples, n_features).

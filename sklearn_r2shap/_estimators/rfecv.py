@@ -13,9 +13,10 @@ layers below; never imported by a public function.
 import numbers
 import time
 from copy import deepcopy
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import is_classifier
+from sklearn.base import _fit_context, is_classifier
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.metrics import (
     check_scoring,
@@ -30,15 +31,21 @@ from sklearn.model_selection import (
     StratifiedShuffleSplit,
     check_cv,
 )
-from sklearn.utils import _safe_indexing, check_array, check_random_state, get_tags
-from sklearn.utils.multiclass import type_of_target
+from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._available_if import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.metadata_routing import (
+    UNUSED,
+    MethodMapping,
+    _routing_enabled,
+    process_routing,
+)
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import _check_method_params, _num_samples, check_is_fitted
 
 from .. import _groups
 from .._errors import import_optional
 from .._execution.cost import DEFAULT_EXACT_BUDGET
-from .._execution.local import check_verbose
 from ._selector import BaseTreeSelector, _unfrozen
 from ._stats import choose_n_features
 from .importance import ShapleyR2Importance
@@ -81,6 +88,25 @@ class _Path:
         for i, batch in enumerate(self.eliminated[::-1]):
             ranking[np.asarray(batch, dtype=np.intp)] = i + 2
         return ranking
+
+
+class _Rows:
+    """The rows an elimination fits on or a step is scored on: X, y, the weights of
+    the scores, the model's fit parameters and weights (``_route_fit``) and the
+    scorer's parameters, all of these rows."""
+
+    def __init__(self, X, y, weight, model_params, model_weight, score_params):
+        self.X, self.y, self.weight = X, y, weight
+        self.model_params, self.model_weight = model_params, model_weight
+        self.score_params = score_params
+
+    def subset(self, index, score_params=None):
+        """The rows ``index`` of these (fit parameters of one value per row indexed)."""
+        model_params, model_weight = BaseTreeSelector._rows_of(
+            self.X, self.model_params, self.model_weight, index)
+        return _Rows(_safe_indexing(self.X, index), _safe_indexing(self.y, index),
+                     None if self.weight is None else _safe_indexing(self.weight, index),
+                     model_params, model_weight, {} if score_params is None else score_params)
 
 
 class _Scored:
@@ -320,6 +346,27 @@ class ShapleyR2RFECV(BaseTreeSelector):
     4
     """
 
+    _parameter_constraints: dict = {
+        "estimator": BaseTreeSelector._parameter_constraints["estimator"],
+        "step": [Interval(Integral, 1, None, closed="left"),
+                 Interval(RealNotInt, 0, 1, closed="neither")],
+        "min_features_to_select": [Interval(Integral, 1, None, closed="left")],
+        "cv": ["cv_object"],
+        "scoring": [None, str, callable],
+        "selection_rule": [StrOptions({"one_se", "best"})],
+        "ranking_cv": ["cv_object", Interval(RealNotInt, 0, 1, closed="neither")],
+        "n_jobs": BaseTreeSelector._parameter_constraints["n_jobs"],
+        "verbose": BaseTreeSelector._parameter_constraints["verbose"],
+        "algorithm": [StrOptions({"auto", "exact", "sampled"})],
+        "exact_budget": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        # checked with the feature groups of the functions (``_groups``)
+        "feature_groups": "no_validation",
+    }
+    # groups go to the splitters (by their request), never to the selector itself
+    __metadata_request__fit = {"groups": UNUSED}
+    _routed_methods = ("fit", "score")
+
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
                  scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
@@ -341,36 +388,28 @@ class ShapleyR2RFECV(BaseTreeSelector):
     def _default_estimator(self):
         return HistGradientBoostingRegressor(random_state=0)
 
-    def _check_params(self):
-        check_verbose(self.verbose)
-        if self.selection_rule not in ("one_se", "best"):
-            raise ValueError("selection_rule must be 'one_se' or 'best', got "
-                             f"{self.selection_rule!r}.")
-        step = self.step
-        if isinstance(step, bool) or not isinstance(step, numbers.Real) or not (
-                step >= 1 or 0 < step < 1) or (step >= 1 and step != int(step)):
-            raise ValueError("step must be an int >= 1 or a float in (0, 1), got "
-                             f"{step!r}.")
-        minimum = self.min_features_to_select
-        if (isinstance(minimum, bool) or not isinstance(minimum, numbers.Integral)
-                or minimum < 1):
-            raise ValueError("min_features_to_select must be an int >= 1, got "
-                             f"{minimum!r}.")
+    def _check_estimator_refittable(self):
         estimator = self.estimator if self.estimator is not None else self._default_estimator()
         if _unfrozen(estimator)[1]:
             raise ValueError(f"{type(self).__name__} refits the model on subsets of the "
                              "features: pass the unfitted model, not a FrozenEstimator.")
-        ranking_cv = self.ranking_cv
-        if isinstance(ranking_cv, bool) or (
-                isinstance(ranking_cv, numbers.Integral) and ranking_cv < 2) or (
-                isinstance(ranking_cv, numbers.Real)
-                and not isinstance(ranking_cv, numbers.Integral)
-                and not 0 < ranking_cv < 1) or isinstance(ranking_cv, str):
-            raise ValueError(
-                "ranking_cv must be None (in-sample shares), a float in (0, 1) (held-out "
-                "shares of one inner split, this fraction of the training rows held out), "
-                "an int >= 2 (shares cross-fitted in that many inner folds), or a "
-                f"cross-validation splitter or iterable, got {ranking_cv!r}.")
+
+    def _add_routes(self, router):
+        router.add(splitter=check_cv(self.cv),
+                   method_mapping=MethodMapping().add(caller="fit", callee="split"))
+        if self.ranking_cv is not None:
+            ranking_cv = self.ranking_cv
+            if isinstance(ranking_cv, numbers.Real) and not isinstance(ranking_cv,
+                                                                       numbers.Integral):
+                # a float: one split of the groups when groups reach it (``_ranking_splits``)
+                ranking_cv = GroupShuffleSplit(n_splits=1, test_size=float(ranking_cv))
+            else:
+                ranking_cv = check_cv(ranking_cv)
+            router.add(ranking_splitter=ranking_cv,
+                       method_mapping=MethodMapping().add(caller="fit", callee="split"))
+        if self.scoring is not None:
+            router.add(scorer=check_scoring(self._routing_estimator(), self.scoring),
+                       method_mapping=MethodMapping().add(caller="fit", callee="score"))
 
     def _ranking_splits(self, y, classifier, grouped=False):
         """The ranking ``cv`` of each elimination, in turn: a generator.
@@ -435,12 +474,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return np.zeros(0, dtype=np.intp)
         return np.sort(np.concatenate([self._members[u] for u in units]))
 
-    def _fit_step(self, X, y, weight, features, scored_like=None, ranking_cv=None,
-                  groups=None):
+    def _fit_step(self, rows, features, scored_like=None, ranking_cv=None, groups=None):
         """ShapleyR2Importance fitted on the columns of the units ``features`` of
-        (X, y) (ascending), ranking with ``ranking_cv`` (one of ``_ranking_splits``),
-        whose splits are given ``groups`` (the cross-validation groups of the rows);
-        with feature groups, its shares are those of the groups.
+        ``rows`` (a ``_Rows``; features ascending), ranking with ``ranking_cv`` (one
+        of ``_ranking_splits``), whose splits are given ``groups`` (the
+        cross-validation groups of the rows); with feature groups, its shares are
+        those of the groups. The rows were checked by ``fit``: the step is fitted
+        without checking them again.
 
         ``scored_like``: the ``_loss_name`` of a step fitted before on the same
         rows, which this one shares. Then only the model is fitted, for a
@@ -449,10 +489,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
         reading of the model (``_Scored``).
         """
         columns = self._columns(features)
+        X, y, weight = rows.X, rows.y, rows.weight
         if scored_like is not None:
             since = time.perf_counter()
             model = self._importance()._fit_estimator(
-                _safe_indexing(X, columns, axis=1), y, weight)
+                _safe_indexing(X, columns, axis=1), y, rows.model_params, rows.model_weight)
             self._step_line(f"fitted on {len(features)} "
                             f"{'features' if self._members is None else 'groups'} "
                             "(scored only)", since)
@@ -465,8 +506,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
                        for u in features}
         since = time.perf_counter()
         try:
-            step = self._importance(players, ranking_cv).fit(
-                _safe_indexing(X, columns, axis=1), y, weight, groups=groups)
+            step = self._importance(players, ranking_cv)
+            X_step = _safe_indexing(X, columns, axis=1)
+            step._record_input(X_step)
+            step._converting_once(lambda: step._fit(
+                X_step, y, weight, {"groups": groups}, rows.model_params, rows.model_weight))
         except ValueError as error:
             if not isinstance(ranking_cv, (ShuffleSplit, StratifiedShuffleSplit)):
                 raise
@@ -481,12 +525,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
                         since)
         return step
 
-    def _score(self, step, X, y, weight, features):
-        """The score of a fitted step on held-out rows."""
+    def _score(self, step, held_out, features):
+        """The score of a fitted step on held-out rows (a ``_Rows``)."""
+        X, y, weight = held_out.X, held_out.y, held_out.weight
         X = _safe_indexing(X, self._columns(features), axis=1)
         model = step.estimator_
         if self.scoring is not None:
-            return float(check_scoring(model, self.scoring)(model, X, y))
+            return float(check_scoring(model, self.scoring)(model, X, y, **held_out.score_params))
         # the R^2 / D^2 the held-out decomposition would give (its shares plus the
         # unattributed part), from the predictions alone; scikit-learn's convention
         # (0, or 1 for a perfect fit) when the held-out y is constant
@@ -512,8 +557,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
             return int(self.step)
         return max(1, int(self.step * n_remaining))
 
-    def _eliminate(self, X, y, weight, stop, held_out=None, ranking_cv=None, groups=None):
-        """Eliminate on (X, y) down to ``stop`` features; score each step on ``held_out``.
+    def _eliminate(self, rows, stop, held_out=None, ranking_cv=None, groups=None):
+        """Eliminate on ``rows`` (a ``_Rows``) down to ``stop`` features; score each
+        step on ``held_out`` (a ``_Rows``).
 
         ``ranking_cv``: the ranking ``cv`` of every step (one of ``_ranking_splits``),
         whose splits are given ``groups`` (the cross-validation groups of these rows).
@@ -531,21 +577,19 @@ class ShapleyR2RFECV(BaseTreeSelector):
         fitted = None
         while True:
             if held_out is not None and len(features) <= stop and fitted is not None:
-                fitted = self._fit_step(X, y, weight, features,
-                                        scored_like=path.scored_like)
+                fitted = self._fit_step(rows, features, scored_like=path.scored_like)
                 path.counts.append(len(features))
-                path.scores.append(self._score(fitted, *held_out, features))
+                path.scores.append(self._score(fitted, held_out, features))
                 path.subsets.append(features.copy())
                 return path, fitted, features
-            fitted = self._fit_step(X, y, weight, features, ranking_cv=ranking_cv,
-                                    groups=groups)
+            fitted = self._fit_step(rows, features, ranking_cv=ranking_cv, groups=groups)
             path.scored_like = _loss_name(fitted)
             shares = np.asarray(fitted.feature_importances_)
             # best first; equal shares: the lower column first (RFE's stable order)
             best_first = np.argsort(-shares, kind="mergesort")
             if held_out is not None:
                 path.counts.append(len(features))
-                path.scores.append(self._score(fitted, *held_out, features))
+                path.scores.append(self._score(fitted, held_out, features))
                 path.subsets.append(features.copy())
             if len(features) <= stop:
                 return path, fitted, features[best_first]
@@ -554,7 +598,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
             path.eliminated.append(features[best_first[len(features) - n_remove:]])
             features = np.sort(features[best_first[:len(features) - n_remove]])
 
-    def fit(self, X, y, sample_weight=None, *, groups=None):
+    @_fit_context(prefer_skip_nested_validation=False)  # the estimator is not validated
+    def fit(self, X, y, sample_weight=None, *, groups=None, **params):
         """Choose the number of features by cross-validation, then the features.
 
         Parameters
@@ -562,8 +607,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
-            Passed to the model's ``fit`` and used in the decompositions and
-            the default score.
+            Used in the decompositions and the default score, and passed to the
+            model's ``fit``; with metadata routing enabled, to the model only if
+            it requested it (``model.set_fit_request(sample_weight=True)``), to
+            a ``scoring`` scorer only if it requested it
+            (``scorer.set_score_request(sample_weight=True)``), and to this
+            selector if a meta-estimator routes it here
+            (``set_fit_request(sample_weight=True)``).
         groups : array-like of shape (n_samples,), default=None
             Group labels of the rows for the cross-validation splits, as in
             :class:`~sklearn.feature_selection.RFECV`: given to ``cv.split``
@@ -576,29 +626,31 @@ class ShapleyR2RFECV(BaseTreeSelector):
             fitted on. Splitters that take no groups ignore them (scikit-learn
             warns), as does an int ``cv`` or ``ranking_cv`` ((Stratified)KFold:
             pass a group splitter). Never passed to the model's ``fit``. Not
-            the feature groups (``feature_groups``).
+            the feature groups (``feature_groups``). With metadata routing
+            enabled, routed to ``cv``'s and ``ranking_cv``'s ``split`` by their
+            requests (a group splitter requests them by default; a float
+            ``ranking_cv`` always does).
+        **params : dict
+            Passed to every ``fit`` of the model (on subsets of the columns, so
+            not one that names columns; indexed like the rows when they have one
+            value per row). With metadata routing enabled, routed by request:
+            to the model's ``fit`` what it requested
+            (``model.set_fit_request(...)``); an unrequested one raises
+            scikit-learn's error.
 
         Returns
         -------
         self : ShapleyR2RFECV
         """
-        self._check_params()
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None.")
-        allow_nan = self.__sklearn_tags__().input_tags.allow_nan
-        checked = check_array(X, ensure_all_finite="allow-nan" if allow_nan else True,
-                              dtype=None, ensure_min_samples=2, accept_sparse=("csr", "csc"))
-        self._record_input(X)
-        if not hasattr(X, "iloc"):
-            X, y = checked, np.asarray(y)
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight)
+        self._check_estimator_refittable()
+        X, y, sample_weight = self._check_fit_input(X, y, sample_weight, ensure_min_samples=2)
         if groups is not None:
             groups = np.asarray(groups)
             if _num_samples(groups) != _num_samples(y):
                 raise ValueError(f"groups has {_num_samples(groups)} labels for "
                                  f"{_num_samples(y)} rows.")
+        model_params, model_weight, routed = self._route_fit(sample_weight, params, groups)
+        ranking_groups = routed.ranking_split.get("groups")
         self._members, self._group_names = self._resolve_groups()
         # of an earlier fit with feature groups
         self.__dict__.pop("selected_feature_groups_", None)
@@ -609,19 +661,18 @@ class ShapleyR2RFECV(BaseTreeSelector):
         cv = check_cv(self.cv, y, classifier=is_classifier(estimator))
         # the ranking cv of each elimination: the folds' in turn, then the one on all rows
         ranking_splits = self._ranking_splits(y, is_classifier(estimator),
-                                              grouped=groups is not None)
-
-        def rows(data, index):
-            return None if data is None else _safe_indexing(data, index)
+                                              grouped=ranking_groups is not None)
+        everything = _Rows(X, y, sample_weight, model_params, model_weight, {})
 
         folds = []
-        for fold, (train, test) in enumerate(cv.split(X, y, groups)):
+        for fold, (train, test) in enumerate(cv.split(X, y, **routed.split)):
             since = time.perf_counter()
-            train_rows = (rows(X, train), rows(y, train), rows(sample_weight, train))
-            held_out = (rows(X, test), rows(y, test), rows(sample_weight, test))
-            path, _, last = self._eliminate(*train_rows, stop, held_out,
-                                            ranking_cv=next(ranking_splits),
-                                            groups=rows(groups, train))
+            train_rows = everything.subset(train)
+            held_out = everything.subset(test, score_params=_check_method_params(
+                X, params=routed.score, indices=test))
+            path, _, last = self._eliminate(
+                train_rows, stop, held_out, ranking_cv=next(ranking_splits),
+                groups=None if ranking_groups is None else _safe_indexing(ranking_groups, train))
             folds.append((path, path.order(last), train_rows, held_out))
             self._step_line(f"fold {fold + 1}: eliminated on {len(train)} rows, scored on "
                             f"{len(test)} held-out rows", since)
@@ -635,15 +686,16 @@ class ShapleyR2RFECV(BaseTreeSelector):
                     scores[c, k], subset = visited[count]
                 else:  # skipped by a batch of negative shares: its best `count` features
                     subset = np.sort(order[:count])
-                    fitted = self._fit_step(*train_rows, subset, scored_like=path.scored_like)
-                    scores[c, k] = self._score(fitted, *held_out, subset)
+                    fitted = self._fit_step(train_rows, subset, scored_like=path.scored_like)
+                    scores[c, k] = self._score(fitted, held_out, subset)
                 supports[k, c, self._columns(subset)] = True
         chosen = choose_n_features(counts, scores, self.selection_rule)
         n_chosen = int(counts[chosen])
         # kept (private) to rerun this elimination down to another count
         self._final_ranking_cv = next(ranking_splits)
-        path, final, last = self._eliminate(X, y, sample_weight, n_chosen,
-                                            ranking_cv=self._final_ranking_cv, groups=groups)
+        path, final, last = self._eliminate(everything, n_chosen,
+                                            ranking_cv=self._final_ranking_cv,
+                                            groups=ranking_groups)
         self.support_ = np.zeros(n_features, dtype=bool)
         self.support_[self._columns(last)] = True
         self.n_features_ = int(self.support_.sum())
@@ -690,8 +742,14 @@ class ShapleyR2RFECV(BaseTreeSelector):
         return self.estimator_.predict(self.transform(X))
 
     def score(self, X, y, **score_params):
-        """The refitted model's ``score`` on the selected features of X."""
+        """The refitted model's ``score`` on the selected features of X.
+
+        ``score_params`` go to the model's ``score``; with metadata routing
+        enabled, those it requested (``model.set_score_request(...)``).
+        """
         check_is_fitted(self, "estimator_")
+        if _routing_enabled():
+            score_params = process_routing(self, "score", **score_params).estimator.score
         return self.estimator_.score(self.transform(X), y, **score_params)
 
     @available_if(_estimator_has("predict_proba"))
