@@ -1,5 +1,6 @@
 """Checks of the inputs: the rows given to a kernel (width, names, inf and NaN,
-categories, a sparse block made dense), row weights and thread counts.
+categories, a sparse block made dense), row weights, targets, the semivalue
+chosen and thread counts.
 
 It checks and converts; iterating over blocks of rows is the executor's
 (:mod:`._execution.local`).
@@ -344,6 +345,40 @@ def check_row_weights(weight, n_rows, name="sample_weight", *, some_positive=Tru
     if some_positive and not weight.max(initial=0.0) > 0:
         raise ValueError(f"{name} is zero for every row: no row counts.")
     return np.ascontiguousarray(weight)
+
+
+#: The semivalues a public function or method chooses by ``semivalue=``.
+SEMIVALUES = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
+
+
+def _check_beta_parameter(name, value):
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def check_semivalue(semivalue, *, q=0.5, alpha=1, beta=1):
+    """The game of a semivalue, checked: ``(family, parameters)``.
+
+    ``semivalue`` is one of :data:`SEMIVALUES`: ``"shapley"`` (``("beta",
+    (1, 1))``), ``"banzhaf"`` (``("banzhaf", (0.5,))``),
+    ``"weighted_banzhaf"`` (``("banzhaf", (q,))``, q in (0, 1)) or ``"beta"``
+    (``("beta", (alpha, beta))``, integers >= 1); ``q`` is read only for
+    ``"weighted_banzhaf"``, ``alpha`` and ``beta`` only for ``"beta"``. The
+    family names the games' weights: a Beta(alpha, beta) density or the
+    point mass at q (documentation page "Local attributions").
+    """
+    if not isinstance(semivalue, str) or semivalue not in SEMIVALUES:
+        raise ValueError(f"semivalue must be one of {SEMIVALUES}, got {semivalue!r}.")
+    if semivalue == "shapley":
+        return "beta", (1, 1)
+    if semivalue == "beta":
+        return "beta", (_check_beta_parameter("alpha", alpha),
+                        _check_beta_parameter("beta", beta))
+    q = 0.5 if semivalue == "banzhaf" else float(q)
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    return "banzhaf", (q,)
 
 
 @functools.lru_cache(maxsize=None)
