@@ -175,18 +175,12 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, feature_g
 
     Parameters
     ----------
-    model : fitted tree model
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    model, X, background, feature_groups, n_jobs, verbose
+        As in :func:`shap_values`: with ``background``, the values of the
+        interventional game; with ``feature_groups``, the exact values of the
+        game whose players are the groups.
     alpha, beta : int >= 1, default=1
-    background : array-like, DataFrame or sparse matrix, default=None
-        If given, the values of the interventional game (see :func:`shap_values`).
-    feature_groups : mapping or "input", default=None
-        Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups (with ``background``, of
-        the interventional game of the groups).
-    n_jobs : int, default=None
-    verbose : "auto" or int, default="auto"
-        As in :func:`shap_values`.
+        The parameters of the Beta density of the weights.
 
     Returns
     -------
@@ -215,18 +209,10 @@ def banzhaf_values(model, X, *, q=0.5, background=None, feature_groups=None, n_j
 
     Parameters
     ----------
-    model : fitted tree model
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    model, X, background, feature_groups, n_jobs, verbose
+        As in :func:`beta_shapley_values`.
     q : float in (0, 1), default=0.5
-    background : array-like, DataFrame or sparse matrix, default=None
-        If given, the values of the interventional game (see :func:`shap_values`).
-    feature_groups : mapping or "input", default=None
-        Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups (with ``background``, of
-        the interventional game of the groups).
-    n_jobs : int, default=None
-    verbose : "auto" or int, default="auto"
-        As in :func:`shap_values`.
+        The probability of each other player in a coalition.
 
     Returns
     -------
@@ -338,10 +324,8 @@ def probabilistic_values(model, X, weights, *, feature_groups=None, n_jobs=None,
     Parameters
     ----------
     model : fitted tree model
-        scikit-learn tree, forest or gradient boosting model, XGBoost,
-        LightGBM or CatBoost model.
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to explain.
+        The model and the rows to explain, as in :func:`shap_values`.
     weights : array-like of shape (n_features,) or (n_players,)
         Non-negative weight of a coalition of each size s = 0..n-1, n the
         number of players: the features, or with ``feature_groups`` the groups

@@ -368,9 +368,8 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
     interactions : bool, default=False
         Also compute the SHAP interaction values (``interaction_values``).
     n_jobs : int, default=None
-        Threads; None uses all cores.
     verbose : "auto" or int, default="auto"
-        Progress, as in :func:`~sklearn_r2shap.shap_values`.
+        Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

@@ -55,16 +55,9 @@ def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
 
     Parameters
     ----------
-    model : fitted tree model
-        scikit-learn tree, forest or gradient boosting model, XGBoost,
-        LightGBM or CatBoost model.
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to explain. NaN is allowed where the model accepts it.
-    n_jobs : int, default=None
-        Threads; None uses all cores. The values do not depend on it (bit
-        for bit).
-    verbose : "auto" or int, default="auto"
-        Progress, as in :func:`shap_values`.
+    model, X, n_jobs, verbose
+        The model, the rows to explain, threads and progress, as in
+        :func:`shap_values` (the values do not depend on ``n_jobs``, bit for bit).
 
     Returns
     -------
@@ -85,7 +78,6 @@ def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import shap_interaction_values, shap_values
@@ -238,7 +230,6 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import shap_interaction_summary, shap_interaction_values
