@@ -22,7 +22,7 @@ from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows, progress_of
 from ._games.interactions import InteractionGame, game_values, interaction_sums
-from ._prepare import prepare
+from ._prepare import prepare, row_argument
 from ._validation import check_row_weights, check_rows
 from .plotting import plot_heatmap
 
@@ -252,11 +252,10 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     block_rows = _local.block_rows_for(
         seconds_per_row, maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
     game = InteractionGame(ensemble, call.n_rows)
+    weight = row_argument(call, sample_weight, "sample_weight")
     if call.dask:
-        sums = _dask_sums(call, game, sample_weight, block_rows)
+        sums = _dask_sums(call, game, weight, block_rows)
     else:
-        weight = None if sample_weight is None else check_row_weights(sample_weight,
-                                                                      call.n_rows)
         sums = _local.reduce_blocks(
             lambda start, stop, block: interaction_sums(
                 game, start, block, None if weight is None else weight[start:stop],
@@ -274,14 +273,15 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
                               feature_names=names)
 
 
-def _dask_sums(call, game, sample_weight, block_rows):
-    """The sums of a dask collection, partition by partition (each in blocks)."""
+def _dask_sums(call, game, weight, block_rows):
+    """The sums of a dask collection, partition by partition (each in blocks);
+    ``weight``: None or X's row blocks (:func:`._prepare.row_argument`)."""
     X = call.rows
-    lengths = _dask.partition_lengths(X)
+    lengths = call.partition_lengths()
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64).tolist()
     columns = [X, starts]
-    if sample_weight is not None:
-        columns.append(_dask.aligned_column(sample_weight, X, "sample_weight", lambda: lengths))
+    if weight is not None:
+        columns.append(weight)
     return _dask.reduce_statistics(
         _partition_sums, *columns,
         payload=_dask.shipped_once((game, block_rows, call.n_threads))).compute()
@@ -292,7 +292,7 @@ def _partition_sums(X, start, weight=None, *, payload):
     game, block_rows, n_threads = payload
     X = check_rows(game.ensemble, X)
     if weight is not None:
-        weight = check_row_weights(_dask.column(weight), X.shape[0], some_positive=False)
+        weight = check_row_weights(weight, X.shape[0], partition_of="X")
     sums = _local.reduce_blocks(
         lambda first, stop, block: interaction_sums(
             game, start + first, block, None if weight is None else weight[first:stop],

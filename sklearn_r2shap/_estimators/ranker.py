@@ -18,7 +18,6 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import (
     _check_feature_names,
     _check_n_features,
-    _check_sample_weight,
     check_is_fitted,
 )
 
@@ -29,7 +28,7 @@ from .._games import treegrad as _tg
 from .._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _signed
 from .._model import explainable_ensemble
 from .._prepare import prepare
-from .._validation import check_semivalue, n_rows_features
+from .._validation import check_row_weights, check_semivalue, n_rows_features
 from ..attributions import semivalues_of
 from ..ranking import _check_ranker_params, scores_of
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
@@ -222,12 +221,7 @@ class TreeGradRanker(BaseTreeSelector):
         check_array(X, ensure_all_finite="allow-nan", dtype=None, accept_sparse=("csr", "csc"))
         self._record_input(X)
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X)
-            if np.any(sample_weight < 0):
-                raise ValueError("sample_weight must be non-negative (it weighs the rows "
-                                 "in feature_importances_).")
-            if not np.sum(sample_weight) > 0:
-                raise ValueError("sample_weight must have a positive sum.")
+            sample_weight = check_row_weights(sample_weight, n_rows_features(X)[0])
         since = time.perf_counter()
         self.estimator_ = self._fit_estimator(X, y, sample_weight, **fit_params)
         self._step_line("fitted the model", since)
