@@ -61,12 +61,12 @@ DATASETS = {
 METHODS = [
     ("TreeGrad GA", None),
     ("TreeGrad Adam", None),
-    ("Shapley", {"kind": "shapley"}),
-    ("Banzhaf", {"kind": "banzhaf"}),
-    ("Beta(16,1)", {"kind": "beta", "alpha": 16, "beta": 1}),
-    ("Beta(4,1)", {"kind": "beta", "alpha": 4, "beta": 1}),
-    ("Beta(1,4)", {"kind": "beta", "alpha": 1, "beta": 4}),
-    ("Beta(1,16)", {"kind": "beta", "alpha": 1, "beta": 16}),
+    ("Shapley", {"semivalue": "shapley"}),
+    ("Banzhaf", {"semivalue": "banzhaf"}),
+    ("Beta(16,1)", {"semivalue": "beta", "alpha": 16, "beta": 1}),
+    ("Beta(4,1)", {"semivalue": "beta", "alpha": 4, "beta": 1}),
+    ("Beta(1,4)", {"semivalue": "beta", "alpha": 1, "beta": 4}),
+    ("Beta(1,16)", {"semivalue": "beta", "alpha": 1, "beta": 16}),
 ]
 
 

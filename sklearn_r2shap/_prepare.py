@@ -11,11 +11,17 @@ checks ``n_jobs`` and ``verbose``, and decides local or dask. The rest of the
 call reads the returned :class:`Call` only: it chooses the game, runs it on
 the executor (:func:`._execution.run.map_rows`) and builds the result.
 
+The other arguments of one entry per row, ``y`` and ``sample_weight``, are
+checked and aligned to the call's rows by :func:`row_argument`: in memory by
+the one checker of each (``_validation.check_y``,
+``_validation.check_row_weights``), for a dask X as X's row blocks, checked
+by the same checkers partition by partition on the workers.
+
 Layer: public functions (the boundary's preparation step). Imports
 ``_pipeline``, ``_groups``, ``_model``, ``_execution`` and the ground floor;
 never a public function module or an estimator.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -24,9 +30,16 @@ from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._model import explainable_ensemble, is_prepared, prepare_ensemble
-from ._validation import check_rows, column_names, n_rows_features, resolve_n_jobs
+from ._validation import (
+    check_row_weights,
+    check_rows,
+    check_y,
+    column_names,
+    n_rows_features,
+    resolve_n_jobs,
+)
 
-__all__ = ["Call", "prepare", "split_row_argument"]
+__all__ = ["Call", "prepare", "row_argument", "split_row_argument"]
 
 
 @dataclass
@@ -81,6 +94,14 @@ class Call:
     n_jobs: Optional[int]
     n_threads: int
     verbose: Any
+    _lengths: Optional[list] = field(default=None, repr=False, compare=False)
+
+    def partition_lengths(self):
+        """The row counts of a dask X's partitions, computed once (on the
+        workers when the collection does not know them)."""
+        if self._lengths is None:
+            self._lengths = _dask.partition_lengths(self.rows)
+        return self._lengths
 
     @property
     def n_players(self):
@@ -179,6 +200,27 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
     return Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows, n_features=n_features,
                 names=names, players=players, background=background, dask=is_dask,
                 n_jobs=n_jobs, n_threads=n_threads, verbose=verbose)
+
+
+def row_argument(call, values, name):
+    """``y`` or row weights (``name``: "y", "sample_weight") aligned to the
+    rows of a prepared call; None stays None.
+
+    In memory, checked here: y by :func:`._validation.check_y` (one value per
+    row, 1-D), weights by :func:`._validation.check_row_weights` (float64,
+    finite, non-negative, not all zero). For a dask X, X's row blocks
+    (:func:`._execution.dask.aligned_column`: a dask collection rechunked to
+    X's rows, an in-memory column split at X's partition lengths), checked
+    lazily, partition by partition on the workers, by the same checkers
+    (``partition_of="X"``) in the functions that read the blocks.
+    """
+    if values is None:
+        return None
+    if call.dask:
+        return _dask.aligned_column(values, call.rows, name, call.partition_lengths)
+    if name == "y":
+        return check_y(values, call.n_rows)
+    return check_row_weights(values, call.n_rows, name)
 
 
 def split_row_argument(name, value, n_rows):

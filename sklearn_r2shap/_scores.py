@@ -26,7 +26,7 @@ from scipy.special import expit, logsumexp, xlogy
 from ._errors import UndefinedScoreError, UnsupportedModelError, import_optional
 from ._report import MAX_ROWS, score_short, shares_html
 from ._report import shares_table
-from ._validation import check_row_weights
+from ._validation import check_row_weights, check_y
 from .plotting import plot_bars, plot_heatmap
 
 __all__ = ["R2Decomposition", "R2Interactions", "ShapFlexDecomposition", "check_target", "check_weights",
@@ -503,20 +503,8 @@ def check_weights(sample_weight, n_rows):
     return weight / weight_scale(weight.max())
 
 
-def _target_column(y, n_rows, what):
-    """y as a 1-D array of n_rows values (a single column is accepted)."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-dimensional {what}, got shape {y.shape}.")
-    if len(y) != n_rows:
-        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
-    return y
-
-
 def _regression_target(y, n_rows):
-    y = _target_column(y, n_rows, "for an R^2 decomposition")
+    y = check_y(y, n_rows, "for an R^2 decomposition")
     try:
         y = y.astype(np.float64)
     except (TypeError, ValueError):
@@ -546,7 +534,7 @@ def check_target(y, n_rows, sample_weight):
 
 def class_codes(y, classes, n_rows):
     """Class index of every label (position in ``classes``)."""
-    y = _target_column(y, n_rows, "class labels")
+    y = check_y(y, n_rows, "class labels")
     classes = np.asarray(classes)
     lookup = {value: k for k, value in enumerate(classes.tolist())}
     try:

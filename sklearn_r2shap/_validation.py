@@ -1,5 +1,6 @@
 """Checks of the inputs: the rows given to a kernel (width, names, inf and NaN,
-categories, a sparse block made dense), row weights and thread counts.
+categories, a sparse block made dense), row weights, targets, the semivalue
+chosen and thread counts.
 
 It checks and converts; iterating over blocks of rows is the executor's
 (:mod:`._execution.local`).
@@ -333,17 +334,94 @@ def _cast_categories(ensemble, X):
     return X
 
 
-def check_row_weights(weight, n_rows, name="sample_weight", *, some_positive=True):
-    """Row weights as float64: shape (n_rows,), finite, non-negative, and (with
-    ``some_positive``; not for one block of the rows) not all zero."""
-    weight = np.asarray(weight, dtype=np.float64)
-    if weight.shape != (n_rows,):
+def as_column(values):
+    """An in-memory column (ndarray, list, pandas Series or frame, a dask
+    partition of one) as an ndarray."""
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+
+
+def check_row_weights(weight, n_rows, name="sample_weight", *, partition_of=None):
+    """Row weights as float64: shape (n_rows,), finite, non-negative, not all zero.
+
+    The one checker of row weights: ``sample_weight`` of every function and
+    estimator, ``background_weight``. ``partition_of``: the weights are those
+    of one dask partition of the rows so named (e.g. "X"), which has
+    ``n_rows`` rows: a single column is made 1-D, a partition of other rows
+    is refused (the weights must have the rows' blocks), and the weights of
+    one partition may all be zero (the caller checks their sum over all
+    partitions).
+    """
+    weight = np.asarray(as_column(weight), dtype=np.float64)
+    if partition_of is not None:
+        weight = weight.reshape(-1)
+        if weight.shape != (n_rows,):
+            raise ValueError(f"{name} has {weight.shape[0]} rows in a partition where "
+                             f"{partition_of} has {n_rows}: give {name} the same row blocks "
+                             f"(partitions) as {partition_of}.")
+    elif weight.shape != (n_rows,):
         raise ValueError(f"{name} must have shape ({n_rows},), got {weight.shape}.")
     if not np.all(np.isfinite(weight)) or np.any(weight < 0):
         raise ValueError(f"{name} must be finite and non-negative.")
-    if some_positive and not weight.max(initial=0.0) > 0:
+    if partition_of is None and not weight.max(initial=0.0) > 0:
         raise ValueError(f"{name} is zero for every row: no row counts.")
     return np.ascontiguousarray(weight)
+
+
+def check_y(y, n_rows, what="", *, partition_of=None):
+    """y as a 1-D array of ``n_rows`` values (a single column is made 1-D).
+
+    The one checker of a target's rows (its values are the loss's to check:
+    ``_scores``). ``what`` completes the message of a y of other dimensions
+    (e.g. "class labels"); ``partition_of``: as in :func:`check_row_weights`.
+    """
+    y = as_column(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional{' ' if what else ''}{what}, got shape "
+                         f"{y.shape}.")
+    if partition_of is not None and len(y) != n_rows:
+        raise ValueError(f"y has {len(y)} rows in a partition where {partition_of} has "
+                         f"{n_rows}: give y (and sample_weight) the same row blocks "
+                         f"(partitions) as {partition_of}, e.g. a column of the same dask "
+                         "DataFrame, or y.rechunk(X.chunks[0]).")
+    if len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {len(y)}.")
+    return y
+
+
+#: The semivalues a public function or method chooses by ``semivalue=``.
+SEMIVALUES = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
+
+
+def _check_beta_parameter(name, value):
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def check_semivalue(semivalue, *, q=0.5, alpha=1, beta=1):
+    """The game of a semivalue, checked: ``(family, parameters)``.
+
+    ``semivalue`` is one of :data:`SEMIVALUES`: ``"shapley"`` (``("beta",
+    (1, 1))``), ``"banzhaf"`` (``("banzhaf", (0.5,))``),
+    ``"weighted_banzhaf"`` (``("banzhaf", (q,))``, q in (0, 1)) or ``"beta"``
+    (``("beta", (alpha, beta))``, integers >= 1); ``q`` is read only for
+    ``"weighted_banzhaf"``, ``alpha`` and ``beta`` only for ``"beta"``. The
+    family names the games' weights: a Beta(alpha, beta) density or the
+    point mass at q (documentation page "Local attributions").
+    """
+    if not isinstance(semivalue, str) or semivalue not in SEMIVALUES:
+        raise ValueError(f"semivalue must be one of {SEMIVALUES}, got {semivalue!r}.")
+    if semivalue == "shapley":
+        return "beta", (1, 1)
+    if semivalue == "beta":
+        return "beta", (_check_beta_parameter("alpha", alpha),
+                        _check_beta_parameter("beta", beta))
+    q = 0.5 if semivalue == "banzhaf" else float(q)
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
+    return "banzhaf", (q,)
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,26 +28,10 @@ from ._games import semivalues as _games
 from ._model import to_ensemble
 from ._numerics import beta_quadrature
 from ._prepare import prepare
+from ._validation import check_semivalue
 
 __all__ = ["shap_values", "saabas_values", "banzhaf_values", "beta_shapley_values",
            "probabilistic_values"]
-
-
-def _check_beta_parameter(name, value):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
-
-
-def check_game(kind, q=0.5, alpha=1, beta=1):
-    """``(kind, parameters)`` of a semivalue, checked: ("beta", (alpha, beta))
-    with integers >= 1, or ("banzhaf", (q,)) with q in (0, 1)."""
-    if kind == "banzhaf":
-        q = float(q)
-        if not 0.0 < q < 1.0:
-            raise ValueError(f"q must be in the open interval (0, 1), got {q}.")
-        return kind, (q,)
-    return kind, (_check_beta_parameter("alpha", alpha), _check_beta_parameter("beta", beta))
 
 
 def _banzhaf_rule(q, degree):
@@ -55,36 +39,40 @@ def _banzhaf_rule(q, degree):
     return np.array([q]), np.array([1.0])
 
 
-def semivalues(model, X, *, kind="beta", parameters=(1, 1), background=None, feature_groups=None,
-               n_jobs=None, verbose="auto", route=None):
+def semivalues(model, X, *, semivalue="shapley", q=0.5, alpha=1, beta=1, background=None,
+               feature_groups=None, n_jobs=None, verbose="auto", route=None):
     """The one function behind :func:`shap_values`, :func:`beta_shapley_values`
-    and :func:`banzhaf_values` (their parameters checked).
+    and :func:`banzhaf_values` (and ``TreeGradRanker.values``).
 
-    ``kind``: "beta" with ``parameters=(alpha, beta)`` (Shapley: (1, 1)) or
-    "banzhaf" with ``parameters=(q,)``. The path-dependent game, or with
+    ``semivalue``: one of ``"shapley"``, ``"banzhaf"``, ``"weighted_banzhaf"``
+    (with ``q``) or ``"beta"`` (with ``alpha`` and ``beta``), checked by
+    :func:`._validation.check_semivalue`. The path-dependent game, or with
     ``background`` the interventional one; ``route`` forces a route of the
     game (:data:`._games.semivalues.ROUTES`, or with ``background``
     :data:`._games.interventional.ROUTES`; tests check each).
     """
+    family, parameters = check_semivalue(semivalue, q=q, alpha=alpha, beta=beta)
     call = prepare(model, X, feature_groups=feature_groups, background=background, n_jobs=n_jobs,
                    verbose=verbose)
-    return semivalues_of(call, kind, parameters, route=route)
+    return semivalues_of(call, family, parameters, route=route)
 
 
-def semivalues_of(call, kind="beta", parameters=(1, 1), *, route=None):
+def semivalues_of(call, family="beta", parameters=(1, 1), *, route=None):
     """The semivalues of a prepared call (:func:`._prepare.prepare`): the
     interventional game when it has a background, else the path-dependent
-    one; one column per player, the expected value last."""
-    if kind == "banzhaf":
+    one; one column per player, the expected value last. ``(family,
+    parameters)``: a checked semivalue (:func:`._validation.check_semivalue`;
+    the default is Shapley's)."""
+    if family == "banzhaf":
         desc = "Banzhaf values"
     elif tuple(parameters) == (1, 1):
         desc = "SHAP values"
     else:
         desc = "Beta({}, {}) Shapley values".format(*parameters)
     if call.background is not None:
-        return call.players_only(_interventional.values_of(call, kind, parameters, desc=desc,
+        return call.players_only(_interventional.values_of(call, family, parameters, desc=desc,
                                                            route=route))
-    rule_of = (functools.partial(_banzhaf_rule, *parameters) if kind == "banzhaf" else
+    rule_of = (functools.partial(_banzhaf_rule, *parameters) if family == "banzhaf" else
                functools.partial(beta_quadrature, *parameters))
     return call.players_only(path_dependent_semivalues(call, rule_of, desc, route=route))
 
@@ -187,18 +175,12 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, feature_g
 
     Parameters
     ----------
-    model : fitted tree model
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    model, X, background, feature_groups, n_jobs, verbose
+        As in :func:`shap_values`: with ``background``, the values of the
+        interventional game; with ``feature_groups``, the exact values of the
+        game whose players are the groups.
     alpha, beta : int >= 1, default=1
-    background : array-like, DataFrame or sparse matrix, default=None
-        If given, the values of the interventional game (see :func:`shap_values`).
-    feature_groups : mapping or "input", default=None
-        Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups (with ``background``, of
-        the interventional game of the groups).
-    n_jobs : int, default=None
-    verbose : "auto" or int, default="auto"
-        As in :func:`shap_values`.
+        The parameters of the Beta density of the weights.
 
     Returns
     -------
@@ -215,8 +197,7 @@ def beta_shapley_values(model, X, *, alpha=1, beta=1, background=None, feature_g
     >>> beta_shapley_values(model, X[:3], alpha=16, beta=1).shape
     (3, 11)
     """
-    kind, parameters = check_game("beta", alpha=alpha, beta=beta)
-    return semivalues(model, X, kind=kind, parameters=parameters, background=background,
+    return semivalues(model, X, semivalue="beta", alpha=alpha, beta=beta, background=background,
                       feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose)
 
 
@@ -228,18 +209,10 @@ def banzhaf_values(model, X, *, q=0.5, background=None, feature_groups=None, n_j
 
     Parameters
     ----------
-    model : fitted tree model
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
+    model, X, background, feature_groups, n_jobs, verbose
+        As in :func:`beta_shapley_values`.
     q : float in (0, 1), default=0.5
-    background : array-like, DataFrame or sparse matrix, default=None
-        If given, the values of the interventional game (see :func:`shap_values`).
-    feature_groups : mapping or "input", default=None
-        Feature groups as players (see :func:`shap_values`): the exact values
-        of the game whose players are the groups (with ``background``, of
-        the interventional game of the groups).
-    n_jobs : int, default=None
-    verbose : "auto" or int, default="auto"
-        As in :func:`shap_values`.
+        The probability of each other player in a coalition.
 
     Returns
     -------
@@ -257,8 +230,7 @@ def banzhaf_values(model, X, *, q=0.5, background=None, feature_groups=None, n_j
     >>> banzhaf_values(model, X[:2], q=0.2).shape
     (2, 11)
     """
-    kind, parameters = check_game("banzhaf", q=q)
-    return semivalues(model, X, kind=kind, parameters=parameters, background=background,
+    return semivalues(model, X, semivalue="weighted_banzhaf", q=q, background=background,
                       feature_groups=feature_groups, n_jobs=n_jobs, verbose=verbose)
 
 
@@ -352,10 +324,8 @@ def probabilistic_values(model, X, weights, *, feature_groups=None, n_jobs=None,
     Parameters
     ----------
     model : fitted tree model
-        scikit-learn tree, forest or gradient boosting model, XGBoost,
-        LightGBM or CatBoost model.
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to explain.
+        The model and the rows to explain, as in :func:`shap_values`.
     weights : array-like of shape (n_features,) or (n_players,)
         Non-negative weight of a coalition of each size s = 0..n-1, n the
         number of players: the features, or with ``feature_groups`` the groups

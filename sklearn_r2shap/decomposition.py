@@ -29,13 +29,13 @@ from ._execution.cost import ensemble_cost, exact_rows_per_block, per_row_second
 from ._games import r2 as _r2
 from ._kernels import _qshap_sampled
 from ._model import explainable_ensemble, to_ensemble
-from ._prepare import prepare
+from ._prepare import prepare, row_argument
 from ._errors import UndefinedScoreError, UnsupportedModelError
 from ._scores import R2Decomposition, R2Interactions, SquaredError, check_target, check_weights
 from ._scores import loss_of
 from ._scores import is_multi_output_regression
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
-from ._validation import resolve_n_jobs
+from ._validation import check_y, resolve_n_jobs
 
 __all__ = ["r2_decomposition", "R2Decomposition", "r2_interactions", "R2Interactions",
            "estimate_cost"]
@@ -548,12 +548,8 @@ def _r2_block(X, y, where, weight=None, *, payload):
     """Second pass: one partition's statistics of the decomposition (``_BlockWork``)."""
     plan, scale, weight_scale, null_mean = payload
     first, rows = where
-    y = _r2._column(y)
     n_rows = X.shape[0]
-    if len(y) != n_rows:
-        raise ValueError(f"y has {len(y)} rows in a partition where X has {n_rows}: give y "
-                         "(and sample_weight) the same row blocks (partitions) as X, e.g. a "
-                         "column of the same dask DataFrame, or y.rechunk(X.chunks[0]).")
+    y = check_y(y, n_rows, partition_of="X")
     target = _r2._block_target(plan.loss, plan.ensemble, y, n_rows, scale)
     weight = _r2._block_weight(weight, n_rows, "X") / weight_scale
     return _statistics(plan, X, target, weight, first=first, rows=rows, null_mean=null_mean)
@@ -581,17 +577,10 @@ def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, option
     # refuse what the in-memory call refuses, before any pass
     work.of(ensemble, loss, 1.0)
 
-    lengths_of_X = []
-
-    def lengths():  # partition lengths of X (computed once, only when needed)
-        if not lengths_of_X:
-            lengths_of_X.extend(_dask.partition_lengths(X))
-        return lengths_of_X
-
-    y = _dask.aligned_column(y, X, "y", lengths)
+    y = row_argument(call, y, "y")
     columns = [y, list(range(_dask.n_blocks(X)))]
     if sample_weight is not None:
-        columns.append(_dask.aligned_column(sample_weight, X, "sample_weight", lengths))
+        columns.append(row_argument(call, sample_weight, "sample_weight"))
     first = _dask.reduce_statistics(_r2._target_statistics, *columns,
                                     payload=(loss, ensemble, _dask.n_blocks(X))).compute()
     n_rows = int(first["lengths"].sum())

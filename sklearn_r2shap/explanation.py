@@ -221,12 +221,12 @@ class Explanation:
                                       else np.arange(values.shape[2])))
         return values, base, data, rows, features, outputs
 
-    def to_frame(self, kind="long"):
+    def to_frame(self, layout="long"):
         """The values as a pandas DataFrame.
 
         Parameters
         ----------
-        kind : {"long", "wide"}, default="long"
+        layout : {"long", "wide"}, default="long"
             "long": one line per row, feature (and output), with columns
             ``row``, (``output``,) ``feature``, ``value``, ``data``,
             ``base_value``. "wide": one line per row, one column per feature
@@ -237,11 +237,11 @@ class Explanation:
         pandas.DataFrame
         """
         pd = import_optional("pandas", "Explanation.to_frame()")
-        if kind not in ("long", "wide"):
-            raise ValueError(f"kind must be 'long' or 'wide', got {kind!r}.")
+        if not isinstance(layout, str) or layout not in ("long", "wide"):
+            raise ValueError(f"layout must be 'long' or 'wide', got {layout!r}.")
         values, base, data, rows, features, outputs = self._full()
         n_rows, n_features, n_outputs = values.shape
-        if kind == "wide":
+        if layout == "wide":
             if outputs is None:
                 return pd.DataFrame(values[:, :, 0], index=rows, columns=features)
             columns = pd.MultiIndex.from_product([outputs, features],
@@ -368,9 +368,8 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
     interactions : bool, default=False
         Also compute the SHAP interaction values (``interaction_values``).
     n_jobs : int, default=None
-        Threads; None uses all cores.
     verbose : "auto" or int, default="auto"
-        Progress, as in :func:`~sklearn_r2shap.shap_values`.
+        Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

@@ -22,7 +22,7 @@ from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows, progress_of
 from ._games.interactions import InteractionGame, game_values, interaction_sums
-from ._prepare import prepare
+from ._prepare import prepare, row_argument
 from ._validation import check_row_weights, check_rows
 from .plotting import plot_heatmap
 
@@ -55,16 +55,9 @@ def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
 
     Parameters
     ----------
-    model : fitted tree model
-        scikit-learn tree, forest or gradient boosting model, XGBoost,
-        LightGBM or CatBoost model.
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to explain. NaN is allowed where the model accepts it.
-    n_jobs : int, default=None
-        Threads; None uses all cores. The values do not depend on it (bit
-        for bit).
-    verbose : "auto" or int, default="auto"
-        Progress, as in :func:`shap_values`.
+    model, X, n_jobs, verbose
+        The model, the rows to explain, threads and progress, as in
+        :func:`shap_values` (the values do not depend on ``n_jobs``, bit for bit).
 
     Returns
     -------
@@ -85,7 +78,6 @@ def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import shap_interaction_values, shap_values
@@ -238,7 +230,6 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import shap_interaction_summary, shap_interaction_values
@@ -261,11 +252,10 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     block_rows = _local.block_rows_for(
         seconds_per_row, maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
     game = InteractionGame(ensemble, call.n_rows)
+    weight = row_argument(call, sample_weight, "sample_weight")
     if call.dask:
-        sums = _dask_sums(call, game, sample_weight, block_rows)
+        sums = _dask_sums(call, game, weight, block_rows)
     else:
-        weight = None if sample_weight is None else check_row_weights(sample_weight,
-                                                                      call.n_rows)
         sums = _local.reduce_blocks(
             lambda start, stop, block: interaction_sums(
                 game, start, block, None if weight is None else weight[start:stop],
@@ -283,14 +273,15 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
                               feature_names=names)
 
 
-def _dask_sums(call, game, sample_weight, block_rows):
-    """The sums of a dask collection, partition by partition (each in blocks)."""
+def _dask_sums(call, game, weight, block_rows):
+    """The sums of a dask collection, partition by partition (each in blocks);
+    ``weight``: None or X's row blocks (:func:`._prepare.row_argument`)."""
     X = call.rows
-    lengths = _dask.partition_lengths(X)
+    lengths = call.partition_lengths()
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64).tolist()
     columns = [X, starts]
-    if sample_weight is not None:
-        columns.append(_dask.aligned_column(sample_weight, X, "sample_weight", lambda: lengths))
+    if weight is not None:
+        columns.append(weight)
     return _dask.reduce_statistics(
         _partition_sums, *columns,
         payload=_dask.shipped_once((game, block_rows, call.n_threads))).compute()
@@ -301,7 +292,7 @@ def _partition_sums(X, start, weight=None, *, payload):
     game, block_rows, n_threads = payload
     X = check_rows(game.ensemble, X)
     if weight is not None:
-        weight = check_row_weights(_dask.column(weight), X.shape[0], some_positive=False)
+        weight = check_row_weights(weight, X.shape[0], partition_of="X")
     sums = _local.reduce_blocks(
         lambda first, stop, block: interaction_sums(
             game, start + first, block, None if weight is None else weight[first:stop],

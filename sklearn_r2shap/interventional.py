@@ -37,7 +37,7 @@ from ._games.interventional import InterventionalGame, game_values
 from ._games.semivalues import PREPARED_ROWS
 from ._model import is_prepared
 from ._prepare import prepare
-from ._validation import resolve_n_jobs
+from ._validation import check_semivalue, resolve_n_jobs
 
 __all__ = ["interventional_values"]
 
@@ -45,7 +45,7 @@ __all__ = ["interventional_values"]
 _BLOCK_ROWS = 1 << 16
 
 
-def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1),
+def interventional_values(model, X, background, *, semivalue="shapley", q=0.5, alpha=1, beta=1,
                           n_jobs=None, verbose="auto"):
     """Exact semivalues of the interventional game of every row of X.
 
@@ -60,9 +60,14 @@ def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1
     X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
     background : array-like, DataFrame or sparse matrix of shape (n_background, n_features)
         In memory (a dask collection is refused: compute a sample of it).
-    kind : {"beta", "banzhaf"}, default="beta"
-        ``"beta"`` with ``parameters=(alpha, beta)`` (Shapley: (1, 1)),
-        ``"banzhaf"`` with ``parameters=(q,)``.
+    semivalue : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
+        Shapley values, Banzhaf values, weighted Banzhaf values with
+        parameter ``q`` or Beta Shapley values with parameters
+        ``(alpha, beta)``.
+    q : float in (0, 1), default=0.5
+        Only for ``semivalue="weighted_banzhaf"``.
+    alpha, beta : int >= 1, default=1
+        Only for ``semivalue="beta"``.
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         Progress, as in :func:`~sklearn_r2shap.shap_values`.
@@ -88,27 +93,30 @@ def interventional_values(model, X, background, *, kind="beta", parameters=(1, 1
     """
     if background is None:
         raise ValueError("background must be given (rows, as X).")
+    family, parameters = check_semivalue(semivalue, q=q, alpha=alpha, beta=beta)
     call = prepare(model, X, background=background, n_jobs=n_jobs, verbose=verbose)
-    return values_of(call, kind, parameters)
+    return values_of(call, family, parameters)
 
 
-def values_of(call, kind, parameters, *, desc="Interventional values", route=None):
+def values_of(call, family, parameters, *, desc="Interventional values", route=None):
     """The interventional values of a prepared call (:class:`._prepare.Call` with
-    a background): the game built once for all rows (``route`` forces one of
-    :data:`._games.interventional.ROUTES`), run on the executor."""
+    a background) of a checked semivalue ``(family, parameters)``
+    (:func:`._validation.check_semivalue`): the game built once for all rows
+    (``route`` forces one of :data:`._games.interventional.ROUTES`), run on
+    the executor."""
     ensemble = call.ensemble
     # a dask X: built once here (on n_jobs threads of this machine, None: all
     # its cores) and shipped with the graph, for any number of rows
     n_threads = resolve_n_jobs(call.n_jobs) if call.dask else call.n_threads
     if is_prepared(ensemble) and not call.dask:
         # an explainer's: the background summarised once, for many rows, and kept
-        key = ("interventional game", kind, tuple(parameters), route,
+        key = ("interventional game", family, tuple(parameters), route,
                hashlib.blake2b(call.background.tobytes(), digest_size=16).digest(),
                call.background.shape)
         game = ensemble.cached(key, lambda: InterventionalGame(
-            ensemble, call.background, kind, parameters, PREPARED_ROWS, n_threads, route=route))
+            ensemble, call.background, family, parameters, PREPARED_ROWS, n_threads, route=route))
     else:
-        game = InterventionalGame(ensemble, call.background, kind, parameters,
+        game = InterventionalGame(ensemble, call.background, family, parameters,
                                   math.inf if call.dask else call.n_rows, n_threads, route=route)
     if call.dask and len(game.groups) == 1:
         game._summary(0, n_threads)

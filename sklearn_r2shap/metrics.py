@@ -145,9 +145,8 @@ def insertion_deletion(model, X, rankings, *, class_index=None, n_jobs=None, ver
         :func:`~sklearn_r2shap.treegrad_scores`: None is the
         predicted class of each row for classifiers.
     n_jobs : int, default=None
-        Threads; None uses all cores.
     verbose : "auto" or int, default="auto"
-        Progress, as in :func:`~sklearn_r2shap.shap_values`.
+        Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

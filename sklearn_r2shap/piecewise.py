@@ -159,9 +159,8 @@ def piecewise_shap_values(model, X, *, background, background_weight=None, n_job
         sample weights the model was fitted with. A dask collection of the same row
         blocks when ``background`` is one.
     n_jobs : int, default=None
-        Threads; None uses all cores.
     verbose : "auto" or int, default="auto"
-        Progress, as in :func:`~sklearn_r2shap.shap_values`.
+        Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

@@ -122,9 +122,8 @@ def multilinear_gradient(model, X, z, *, class_index=None, n_jobs=None, verbose=
         For a binary boosted classifier 1 is its margin and 0 the negated
         margin (log-odds of class 0).
     n_jobs : int, default=None
-        Threads; None uses all cores.
     verbose : "auto" or int, default="auto"
-        Progress, as in :func:`~sklearn_r2shap.shap_values`.
+        Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

@@ -356,9 +356,8 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     sample_weight : array-like of shape (n_rows,), optional
         Weighted variances.
     n_jobs : int, default=None
-        Threads of the tree kernels.
     verbose : "auto" or int, default="auto"
-        Progress of the tree kernels, as in :func:`~sklearn_r2shap.shap_values`.
+        The tree kernels' threads and progress, as in :func:`~sklearn_r2shap.shap_values`.
 
     Returns
     -------

@@ -127,7 +127,7 @@ def test_indexing(regression, multiclass):
 def test_to_frame(regression, multiclass):
     model, X = regression
     e = explain(model, X)
-    wide = e.to_frame("wide")
+    wide = e.to_frame(layout="wide")
     assert list(wide.columns) == list(X.columns) and list(wide.index) == list(X.index)
     np.testing.assert_array_equal(wide.to_numpy(), e.values)
     long = e.to_frame()
@@ -147,8 +147,10 @@ def test_to_frame(regression, multiclass):
     np.testing.assert_array_equal(sub.base_value.to_numpy(), m.base_values[:, 1])
     wide = m.to_frame("wide")
     np.testing.assert_array_equal(wide[(2, "sepal length (cm)")].to_numpy(), m.values[:, 0, 2])
-    with pytest.raises(ValueError, match="long"):
+    with pytest.raises(ValueError, match="layout must be 'long' or 'wide', got 'tall'"):
         m.to_frame("tall")
+    with pytest.raises(TypeError, match="kind"):  # the old name is gone, no alias
+        m.to_frame(kind="wide")
 
 
 def test_repr(regression, multiclass):

@@ -243,9 +243,9 @@ def test_interventional_groups_banzhaf_beta_and_both_routes(monkeypatch, route):
     rows, bg = _split(X)
     check_groups(model, raw, rows, bg, rtol=1e-5, route=route)
     for phi, weight in (
-            (semivalues(model, rows, kind="banzhaf", parameters=(0.3,), background=bg,
+            (semivalues(model, rows, semivalue="weighted_banzhaf", q=0.3, background=bg,
                         feature_groups=IV_GROUPS, route=route), reference.banzhaf_weight(0.3)),
-            (semivalues(model, rows, kind="beta", parameters=(4, 2), background=bg,
+            (semivalues(model, rows, semivalue="beta", alpha=4, beta=2, background=bg,
                         feature_groups=IV_GROUPS, route=route), reference.beta_weight(4, 2))):
         ref = interventional_brute_force(raw, rows, bg, IV_PLAYERS, weight)[:, 0]
         assert np.abs(ref).max() > 1e-2

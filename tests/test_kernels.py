@@ -107,10 +107,11 @@ def routed(route):
         return semivalues(model, X, route=route, **kwargs)
 
     def banzhaf(model, X, q=0.5, **kwargs):
-        return semivalues(model, X, kind="banzhaf", parameters=(q,), route=route, **kwargs)
+        return semivalues(model, X, semivalue="weighted_banzhaf", q=q, route=route, **kwargs)
 
     def beta(model, X, alpha=1, beta=1, **kwargs):
-        return semivalues(model, X, kind="beta", parameters=(alpha, beta), route=route, **kwargs)
+        return semivalues(model, X, semivalue="beta", alpha=alpha, beta=beta, route=route,
+                          **kwargs)
 
     return {"shapley": shapley, "banzhaf": banzhaf, "beta": beta}
 
@@ -320,3 +321,54 @@ def test_bad_banzhaf_q(q):
     ens, X = random_ensemble(seed=11)
     with pytest.raises(ValueError, match="open interval"):
         banzhaf_values(ens, X, q=q)
+
+
+# --------------------------------------------------------------------------
+# The semivalue chosen by name: one vocabulary (issue 42, item 3)
+
+SEMIVALUE_ERROR = (r"semivalue must be one of \('shapley', 'banzhaf', 'weighted_banzhaf', "
+                   r"'beta'\), got ")
+
+
+def test_semivalue_names_are_the_named_functions():
+    from sklearn_r2shap.interventional import interventional_values
+
+    ens, X = random_ensemble(seed=12)
+    rows, background = X[:6], X[6:]
+    named = {
+        "shapley": ({}, lambda **kw: shap_values(ens, rows, **kw)),
+        "banzhaf": ({}, lambda **kw: banzhaf_values(ens, rows, **kw)),
+        "weighted_banzhaf": ({"q": 0.3}, lambda **kw: banzhaf_values(ens, rows, q=0.3, **kw)),
+        "beta": ({"alpha": 4, "beta": 2},
+                 lambda **kw: beta_shapley_values(ens, rows, alpha=4, beta=2, **kw)),
+    }
+    for semivalue, (parameters, function) in named.items():
+        np.testing.assert_array_equal(semivalues(ens, rows, semivalue=semivalue, **parameters),
+                                      function())
+        np.testing.assert_array_equal(
+            interventional_values(ens, rows, background, semivalue=semivalue, **parameters),
+            function(background=background))
+    # the parameters of another semivalue are not read
+    np.testing.assert_array_equal(semivalues(ens, rows, semivalue="banzhaf", q=0.3, alpha=4),
+                                  banzhaf_values(ens, rows))
+
+
+@pytest.mark.parametrize("semivalue", ["owen", "Shapley", None, 1])
+def test_unknown_semivalue_is_refused(semivalue):
+    from sklearn_r2shap.interventional import interventional_values
+
+    ens, X = random_ensemble(seed=13)
+    with pytest.raises(ValueError, match=SEMIVALUE_ERROR):
+        semivalues(ens, X, semivalue=semivalue)
+    with pytest.raises(ValueError, match=SEMIVALUE_ERROR):
+        interventional_values(ens, X, X, semivalue=semivalue)
+
+
+def test_semivalue_has_no_old_names():
+    from sklearn_r2shap.interventional import interventional_values
+
+    ens, X = random_ensemble(seed=14)
+    with pytest.raises(TypeError, match="kind"):
+        semivalues(ens, X, kind="banzhaf")
+    with pytest.raises(TypeError, match="parameters"):
+        interventional_values(ens, X, X, parameters=(0.3,))

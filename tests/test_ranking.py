@@ -575,8 +575,11 @@ def test_values_select_the_same_output(binary_booster, multiclass_forest):
                                phi[np.arange(8), predicted, :-1])
     np.testing.assert_allclose(ranker.values(Xf[:8], "banzhaf"),
                                banzhaf_values(forest, Xf[:8])[np.arange(8), predicted, :-1])
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(ValueError, match=r"semivalue must be one of \('shapley', 'banzhaf', "
+                       r"'weighted_banzhaf', 'beta'\), got 'owen'"):
         ranker.values(Xf[:8], "owen")
+    with pytest.raises(TypeError, match="kind"):  # the old name is gone, no alias
+        ranker.values(Xf[:8], kind="banzhaf")
 
 
 def test_classifier_output_selection(binary_booster, multiclass_forest):

@@ -71,8 +71,8 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
 def test_tables_equal_quadrature_for_beta_shapley(name, monkeypatch):
     ens, X = many_rows(name)
     blocks_of_three(monkeypatch)
-    quadrature = semivalues(ens, X, kind="beta", parameters=(4, 1), route="quadrature")
-    tables = semivalues(ens, X, kind="beta", parameters=(4, 1), route="tables")
+    quadrature = semivalues(ens, X, semivalue="beta", alpha=4, route="quadrature")
+    tables = semivalues(ens, X, semivalue="beta", alpha=4, route="tables")
     np.testing.assert_allclose(tables, quadrature, rtol=0, atol=1e-12)
     assert np.max(np.abs(quadrature[..., :-1])) > 0
 

@@ -19,7 +19,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_feature_names,
     _check_n_features,
-    _check_sample_weight,
     check_is_fitted,
 )
 
@@ -30,15 +29,12 @@ from .._games import treegrad as _tg
 from .._games.treegrad import _classes, _has_probability_leaves, _is_binary_margin, _signed
 from .._model import explainable_ensemble
 from .._prepare import prepare
-from .._validation import n_rows_features
-from ..attributions import check_game, semivalues_of
+from .._validation import check_row_weights, check_semivalue, n_rows_features
+from ..attributions import semivalues_of
 from ..ranking import _OPTIMIZERS, scores_of
 from ._selector import BaseTreeSelector, _unfrozen, is_classification_target
 
 __all__ = ["TreeGradRanker"]
-
-_VALUE_KINDS = ("shapley", "banzhaf", "weighted_banzhaf", "beta")
-
 
 def _check_model_output(ensemble, kind):
     """Check that the model has the ``model_output`` (declared None, "raw" or
@@ -218,12 +214,7 @@ class TreeGradRanker(BaseTreeSelector):
         X, y, _ = self._check_fit_input(X, y, y_required=self._needs_y(), allow_nan=True,
                                         convert=False)
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X)
-            if np.any(sample_weight < 0):
-                raise ValueError("sample_weight must be non-negative (it weighs the rows "
-                                 "in feature_importances_).")
-            if not np.sum(sample_weight) > 0:
-                raise ValueError("sample_weight must have a positive sum.")
+            sample_weight = check_row_weights(sample_weight, n_rows_features(X)[0])
         model_params, model_weight, _ = self._route_fit(sample_weight, fit_params)
         since = time.perf_counter()
         self.estimator_ = self._fit_estimator(X, y, model_params, model_weight)
@@ -286,22 +277,22 @@ class TreeGradRanker(BaseTreeSelector):
         """
         return np.argsort(-self.row_scores(X), axis=1, kind="stable")
 
-    def values(self, X, kind="shapley", *, q=0.5, alpha=1, beta=1):
+    def values(self, X, semivalue="shapley", *, q=0.5, alpha=1, beta=1):
         """Semivalues of the same games (same output and class selection).
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-        kind : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
+        semivalue : {"shapley", "banzhaf", "weighted_banzhaf", "beta"}, default="shapley"
             Shapley values, Banzhaf values, weighted Banzhaf values with
             parameter ``q`` or Beta Shapley values with parameters
             ``(alpha, beta)`` (:func:`~sklearn_r2shap.shap_values`,
             :func:`~sklearn_r2shap.banzhaf_values`,
             :func:`~sklearn_r2shap.beta_shapley_values`).
         q : float in (0, 1), default=0.5
-            Only for ``kind="weighted_banzhaf"``.
+            Only for ``semivalue="weighted_banzhaf"``.
         alpha, beta : int >= 1, default=1
-            Only for ``kind="beta"``.
+            Only for ``semivalue="beta"``.
 
         Returns
         -------
@@ -309,22 +300,13 @@ class TreeGradRanker(BaseTreeSelector):
             The values, without the expected-value column of the functions
             of the local attributions, comparable with :meth:`row_scores`.
         """
-        if not isinstance(kind, str) or kind not in _VALUE_KINDS:
-            raise ValueError(f"kind must be one of {_VALUE_KINDS}, got {kind!r}.")
+        family, parameters = check_semivalue(semivalue, q=q, alpha=alpha, beta=beta)
         self._check_input(X)
         call = self._call(self._explained_rows(X))
         outputs = map_rows(call, _tg.outputs_block, trailing_shape=(2,), desc="Outputs",
                            seconds_per_row=semivalue_seconds(call.ensemble, 1),
                            class_index=self.class_index)
-        if kind == "shapley":
-            game = check_game("beta")
-        elif kind == "banzhaf":
-            game = check_game("banzhaf")
-        elif kind == "weighted_banzhaf":
-            game = check_game("banzhaf", q=q)
-        else:
-            game = check_game("beta", alpha=alpha, beta=beta)
-        phi = semivalues_of(call, *game)
+        phi = semivalues_of(call, family, parameters)
         if phi.ndim == 3:
             phi = phi[np.arange(len(phi)), outputs[:, 0].astype(np.int64)]
         return _signed(phi[:, :-1], outputs[:, 1][:, None])

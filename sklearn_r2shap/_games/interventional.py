@@ -37,13 +37,13 @@ _PATTERN_GROUP_ENTRIES = 1 << 23
 ROUTES = ("tables", "direct")
 
 
-def _weight_matrices(kind, parameters, size):
+def _weight_matrices(family, parameters, size):
     """W+(k, m) and W-(k, m) for k, m < ``size`` (kernel header): the value
     of a feature x satisfies and b fails (+), or b satisfies and x fails (-),
     on a leaf where k features are of the first kind and m of the second."""
     w_plus = np.zeros((size, size))
     w_minus = np.zeros((size, size))
-    if kind == "banzhaf":
+    if family == "banzhaf":
         (q,) = parameters
         for k in range(size):
             for m in range(size):
@@ -81,7 +81,8 @@ class InterventionalGame:
     ----------
     ensemble : TreeEnsemble
     background : ndarray, checked (:func:`check_rows`)
-    kind, parameters : the semivalue ("beta", (alpha, beta)) or ("banzhaf", (q,))
+    family, parameters : the semivalue ("beta", (alpha, beta)) or ("banzhaf", (q,))
+        (``_validation.check_semivalue``)
     n_rows : float
         Rows expected to be explained (chooses each tree's route).
     n_threads : int
@@ -90,7 +91,7 @@ class InterventionalGame:
         tree whose tables fit, "direct" none (the same values).
     """
 
-    def __init__(self, ensemble, background, kind, parameters, n_rows, n_threads, route=None):
+    def __init__(self, ensemble, background, family, parameters, n_rows, n_threads, route=None):
         if route is not None and route not in ROUTES:
             raise ValueError(f"route must be None or one of {ROUTES}, got {route!r}.")
         self.ensemble = ensemble
@@ -105,7 +106,7 @@ class InterventionalGame:
                 "interventional values support at most 63 (use shap_values without "
                 "background for the path-dependent values)."
             )
-        self.w_plus, self.w_minus = _weight_matrices(kind, parameters, max_dim + 1)
+        self.w_plus, self.w_minus = _weight_matrices(family, parameters, max_dim + 1)
         self.expected_value = _predict.predict_raw(ensemble, background, n_threads).mean(axis=0)
         n_trees = ensemble.n_trees
         if n_trees == 0 or len(leaf_dim) == 0:

@@ -254,15 +254,9 @@ def leaf_statistics_block(block, weight=None, *, payload):
     dask background (a statistics function for ``reduce_statistics``)."""
     ensemble, start, feature = payload
     B = check_rows(ensemble, block)
-    if weight is None:
-        weight = np.ones(B.shape[0])
-    else:
-        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).reshape(-1))
-        if weight.shape != (B.shape[0],):
-            raise ValueError(f"background_weight has {weight.shape[0]} rows in a partition "
-                             f"where background has {B.shape[0]}.")
-        if not np.all(np.isfinite(weight)) or np.any(weight < 0):
-            raise ValueError("background_weight must be finite and non-negative.")
+    weight = (np.ones(B.shape[0]) if weight is None else
+              check_row_weights(weight, B.shape[0], "background_weight",
+                                partition_of="background"))
     cover, complete, entry_sum = _piecewise.leaf_statistics(ensemble, B, weight, start,
                                                             feature, 1)
     return {"rows": B.shape[0], "weight": float(weight.sum()), "cover": cover,

@@ -31,7 +31,7 @@ from .._errors import UnsupportedModelError
 from .._kernels import _predict, _qshap, _qshap_interactions, _qshap_sampled, _semivalues
 from .._numerics import Extremes, Moments, _unit_rule, quadrature_sizes
 from .._scores import R2Decomposition, R2Interactions, SquaredError, _regression_target
-from .._validation import check_row_weights
+from .._validation import as_column, check_row_weights
 
 
 class R2Terms:
@@ -443,11 +443,6 @@ def _subsample_rows(n_rows, max_samples, random):
 # Statistics of the target alone (the first pass over a dask collection)
 
 
-def _column(values):
-    """An in-memory block of y or sample_weight (ndarray, pandas Series / frame) as an array."""
-    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
-
-
 def _is_regression(loss):
     return isinstance(loss, SquaredError) and loss.classes is None
 
@@ -460,21 +455,18 @@ def _block_target(loss, ensemble, y, n_rows, scale):
 
 
 def _block_weight(weight, n_rows, what):
+    """The weights of one partition whose rows ``what`` has (all one without
+    weights); a partition's weights may all be zero (the sum over all rows is
+    checked at the end)."""
     if weight is None:
         return np.ones(n_rows)
-    weight = np.asarray(_column(weight), dtype=np.float64).reshape(-1)
-    if weight.shape != (n_rows,):
-        raise ValueError(f"sample_weight has {weight.shape[0]} rows in a partition where "
-                         f"{what} has {n_rows}: give sample_weight the same row blocks "
-                         "(partitions) as X.")
-    # a partition may have only zero weights; all rows' weights are checked at the end
-    return check_row_weights(weight, n_rows, some_positive=False)
+    return check_row_weights(weight, n_rows, partition_of=what)
 
 
 def _target_statistics(y, index, weight=None, *, payload):
     """First pass, over y (and the weights) only: what L0 and the rescaling need."""
     loss, ensemble, n_blocks = payload
-    y = _column(y)
+    y = as_column(y)
     n_rows = len(y)
     target = _block_target(loss, ensemble, y, n_rows, 1.0)
     weight = _block_weight(weight, n_rows, "y")
