@@ -38,7 +38,7 @@ SLOW_TESTS = {
     "test_examples.py::test_r2_interactions",
     "test_examples.py::test_dask_local_cluster",
     "test_examples.py::test_diabetes_r2",
-    "test_examples.py::test_how_many_features",
+    "test_examples.py::test_how_many_features_quick",
     "test_examples.py::test_interaction_values",
     "test_examples.py::test_piecewise_linear_lightgbm_quick",
     "test_examples.py::test_pipeline_explanations",

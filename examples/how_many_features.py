@@ -26,8 +26,8 @@ distributions, no relation to the target. The table at the end is read from
 ``benchmarks/results/selection.json``, written by
 ``benchmarks/bench_selection.py`` (LightGBM, 200 trees, the peers in their
 own environments); it is not recomputed here. Run
-``python examples/how_many_features.py [--results PATH]``. Needs pandas and
-matplotlib.
+``python examples/how_many_features.py [--results PATH] [--quick]``
+(``--quick``: 3 folds instead of 5, a smoke test). Needs pandas and matplotlib.
 """
 
 import argparse
@@ -48,7 +48,9 @@ parser = argparse.ArgumentParser(description="How many features?")
 parser.add_argument("--results", default=str(HERE.parent / "benchmarks" / "results"
                                              / "selection.json"),
                     help="the benchmark's recorded results (JSON)")
+parser.add_argument("--quick", action="store_true", help="3 folds instead of 5")
 args = parser.parse_args()
+n_folds = 3 if args.quick else 5
 
 # %%
 # The data: 10 real features and 10 row-permuted copies
@@ -66,11 +68,11 @@ print(X.shape)
 # %%
 # Which features carry signal? The test on held-out shares
 # --------------------------------------------------------
-# Five folds: each row's share terms come from the model that did not see it;
-# a feature is kept when Benjamini-Hochberg rejects share_j <= 0 at
+# Five folds (three with ``--quick``): each row's share terms come from the
+# model that did not see it; a feature is kept when Benjamini-Hochberg rejects share_j <= 0 at
 # alpha = 0.1. A noise column's held-out share has expectation at most zero.
 
-test = ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=5).fit(X, y)
+test = ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=n_folds).fit(X, y)
 table = pd.DataFrame({"held-out share": test.feature_importances_, "z": test.scores_,
                       "p-value": test.pvalues_, "selected": test.get_support()},
                      index=X.columns).sort_values("p-value")
@@ -85,7 +87,7 @@ print("noise columns selected:", int(table.loc[noise.columns, "selected"].sum())
 # training rows and every step is scored on its held-out rows; the number
 # of features is the fewest within one standard error of the best mean.
 
-elimination = ShapleyR2RFECV(model, cv=5).fit(X, y)
+elimination = ShapleyR2RFECV(model, cv=n_folds).fit(X, y)
 results = elimination.cv_results_
 best = int(results["n_features"][np.argmax(results["mean_test_score"])])
 print(f"one-SE rule: {elimination.n_features_} features "

@@ -131,9 +131,9 @@ def test_r2_interactions(tmp_path):
     assert "= R^2" in out and "time of this run" in out
 
 
-def test_how_many_features():
+def test_how_many_features_quick():
     pytest.importorskip("pandas")
-    out = run("how_many_features.py")
+    out = run("how_many_features.py", "--quick")
     assert "one-SE rule:" in out and "noise columns selected:" in out
     # the peers' table, read from the benchmark's recorded results
     assert "diabetes (all features:" in out and "powershap" in out
