@@ -70,7 +70,8 @@ print(X.shape)
 # --------------------------------------------------------
 # Five folds (three with ``--quick``): each row's share terms come from the
 # model that did not see it; a feature is kept when Benjamini-Hochberg
-# rejects share_j <= 0 at alpha = 0.1. A noise column's held-out share has expectation at most zero.
+# rejects share_j <= 0 at alpha = 0.1. A noise column's held-out share has
+# expectation at most zero.
 
 test = ShapleyR2Importance(model, test="fdr", alpha=0.1, cv=n_folds).fit(X, y)
 table = pd.DataFrame({"held-out share": test.feature_importances_, "z": test.scores_,
