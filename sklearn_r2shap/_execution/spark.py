@@ -57,8 +57,8 @@ from .._numerics import merge_statistics
 from .._validation import check_rows, resolve_n_jobs
 
 __all__ = ["SparkRows", "is_spark_dataframe", "as_rows", "resolve", "broadcast", "check_batch",
-           "map_checked_rows", "result_schema", "check_input_types", "labels_of", "reduce_statistics", "partition_lengths",
-           "count_rows", "LAYOUTS", "EXPECTED_VALUE"]
+           "map_checked_rows", "result_schema", "check_input_types", "labels_of",
+           "reduce_statistics", "partition_lengths", "count_rows", "LAYOUTS", "EXPECTED_VALUE"]
 
 #: the layouts of per-row values: one array column, or one double column per entry
 LAYOUTS = ("array", "columns")
