@@ -30,6 +30,7 @@ _INSTALL = {
     "matplotlib": "pip install 'sklearn-r2shap[plot]'",
     "tqdm": "pip install 'sklearn-r2shap[progress]'",
     "dask": "pip install 'sklearn-r2shap[dask]'",
+    "pyspark": "pip install 'sklearn-r2shap[spark]'",
     "lightgbm": "pip install lightgbm (or pip install 'sklearn-r2shap[lightgbm]')",
     "pandas": "pip install pandas",
     "polars": "pip install polars",

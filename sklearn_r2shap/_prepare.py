@@ -6,8 +6,10 @@ the steps before it), resolves ``feature_groups`` into players (``_groups``), re
 the model into a :class:`~sklearn_r2shap.TreeEnsemble`, checks the rows once
 (a dense X is checked here and sliced by the executor; a sparse X is checked
 one dense block at a time; a dask collection is checked on an empty stand-in
-here and partition by partition on its workers), reads the column names,
-checks ``n_jobs`` and ``verbose``, and decides local or dask. The rest of the
+here and partition by partition on its workers; a Spark DataFrame's columns
+are named and checked from its schema here, its rows counted, and its
+batches checked on the executors), reads the column names,
+checks ``n_jobs`` and ``verbose``, and decides local, dask or Spark. The rest of the
 call reads the returned :class:`Call` only: it chooses the game, runs it on
 the executor (:func:`._execution.run.map_rows`) and builds the result.
 
@@ -29,6 +31,7 @@ import numpy as np
 from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
+from ._execution import spark as _spark
 from ._model import explainable_ensemble, is_prepared, prepare_ensemble
 from ._validation import (
     check_row_weights,
@@ -74,6 +77,10 @@ class Call:
         The background rows, transformed and checked (in memory).
     dask : bool
         Whether X is a dask collection (asked once, here).
+    engine : {"local", "dask", "spark"}
+        Where the rows are explained: in memory, on dask's partitions, or on
+        a Spark DataFrame's partitions (``rows`` is then a resolved
+        :class:`._execution.spark.SparkRows` and ``n_rows`` its count).
     n_jobs, n_threads : int or None, int
         The caller's ``n_jobs`` and the OpenMP threads it means here (for a
         dask collection: per task, one unless asked).
@@ -94,6 +101,7 @@ class Call:
     n_jobs: Optional[int]
     n_threads: int
     verbose: Any
+    engine: str = "local"
     _lengths: Optional[list] = field(default=None, repr=False, compare=False)
 
     def partition_lengths(self):
@@ -110,10 +118,19 @@ class Call:
 
     def players_only(self, phi):
         """``phi`` (players' columns, the expected value last) without the null
-        players a grouped ensemble has beyond its groups."""
-        if self.players is None:
+        players a grouped ensemble has beyond its groups (a Spark DataFrame of
+        values is returned as is: the engine cut them on the executors,
+        :meth:`player_columns`)."""
+        if self.players is None or self.engine == "spark":
             return phi
         return phi[..., np.r_[np.arange(len(self.players)), phi.shape[-1] - 1]]
+
+    def player_columns(self, width):
+        """The entries of a last axis of ``width`` that :meth:`players_only`
+        keeps (None: all of them)."""
+        if self.players is None or width != self.ensemble.n_features + 1:
+            return None
+        return np.r_[np.arange(len(self.players)), width - 1]
 
     def trailing_shape(self, *width):
         """The result's shape past the rows: ``width`` per row and output
@@ -142,7 +159,7 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
     Parameters
     ----------
     model : fitted tree model, TreeEnsemble, Pipeline ending in one, or TreeExplainer
-    X : array-like, DataFrame, sparse matrix or dask collection of rows
+    X : array-like, DataFrame, sparse matrix, dask collection, Spark DataFrame or SparkRows
     feature_groups : mapping or "input", optional
         Feature groups as players (``_groups.players``).
     background : array-like, DataFrame or sparse matrix, optional
@@ -164,16 +181,34 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
     verbose = _local.check_verbose(verbose)
     model = _pipeline.explained_model(model)  # a prepared explainer: its ensemble
     is_dask = _dask.is_dask_collection(X)
-    if is_dask and in_memory is not None:
-        raise ValueError(in_memory)
-    input_names = _dask.column_names(X) if is_dask else column_names(X)
+    is_spark = _spark.is_spark_dataframe(X)
+    if (is_dask or is_spark) and in_memory is not None:
+        raise ValueError(in_memory.replace("dask collection", "Spark DataFrame")
+                         if is_spark else in_memory)
+    if is_spark:
+        if _pipeline.has_transformers(model):
+            raise ValueError(
+                "A Pipeline with transforming steps cannot explain a Spark DataFrame: "
+                "transform the DataFrame with Spark first (e.g. pyspark.ml stages), then "
+                "explain the Pipeline's last step on the transformed columns.")
+        if background is not None and _spark.is_spark_dataframe(background):
+            raise TypeError(
+                "background must be in memory (an array, DataFrame or sparse matrix); "
+                "collect a sample of it first (e.g. df.sample(...).toPandas()).")
+        X = _spark.as_rows(X)
+        input_names = None  # the feature columns, once the model is read
+    else:
+        input_names = _dask.column_names(X) if is_dask else column_names(X)
     # feature_groups="input" of unnamed columns: x0, x1, ... of the input's width
     n_inputs = (n_rows_features(X)[1] if isinstance(feature_groups, str) and input_names is None
-                and not is_dask else None)
+                and not is_dask and not is_spark else None)
     if background is not None and _pipeline.has_transformers(model):
         background = _pipeline.transform(model, background)
     last, X, names = _pipeline.unwrap(model, X)  # names: None unless a Pipeline
     ensemble = ensemble_of(last)
+    if is_spark:  # the feature columns named and checked (no Spark job)
+        X = _spark.resolve(ensemble, X)
+        input_names = np.asarray(X.input_cols, dtype=object)
     if names is None:
         names = input_names
     if names is None:
@@ -186,7 +221,11 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
         grouped = ensemble.cached(("players", player.tobytes()),
                                   lambda: ensemble.with_players(player))
         ensemble = prepare_ensemble(grouped) if is_prepared(ensemble) else grouped
-    if is_dask:
+    if is_spark:
+        rows = X
+        n_rows, n_features = _spark.count_rows(rows), ensemble.n_features
+        n_threads = resolve_n_jobs(_spark.block_threads(n_jobs))
+    elif is_dask:
         _dask._import_dask()  # says how to install it
         _dask.check_rows_lazily(ensemble, X)
         rows, n_rows, n_features = _dask.whole_rows(X), 0, ensemble.n_features
@@ -199,7 +238,8 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
         background = _check_background(ensemble, background)
     return Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows, n_features=n_features,
                 names=names, players=players, background=background, dask=is_dask,
-                n_jobs=n_jobs, n_threads=n_threads, verbose=verbose)
+                n_jobs=n_jobs, n_threads=n_threads, verbose=verbose,
+                engine="spark" if is_spark else "dask" if is_dask else "local")
 
 
 def row_argument(call, values, name):

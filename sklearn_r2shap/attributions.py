@@ -6,12 +6,13 @@ Every function returns the attributions of the path-dependent game
 ``v_x(empty)`` with the model's base value included, or
 ``(n_rows, n_outputs, n_features + 1)`` for models with several outputs
 (multiclass). Values are in the model's raw (margin) space. A dask array or
-dask DataFrame of rows gives a lazy dask array of the same row blocks.
+dask DataFrame of rows gives a lazy dask array of the same row blocks; a
+Spark DataFrame, a lazy Spark DataFrame of the same partitions.
 
 Each function validates its arguments, converts the model once and hands a
 block function of :mod:`._games.semivalues` to an executor
-(:mod:`._execution.local`: fixed blocks of rows; :mod:`._execution.dask`:
-partitions), which checks the rows and runs it.
+(:mod:`._execution.local`: fixed blocks of rows; :mod:`._execution.dask`
+and :mod:`._execution.spark`: partitions), which checks the rows and runs it.
 
 Layer: public functions. Imports the layers below (ground floor, ``_model``,
 ``_games``, ``_execution``); never an estimator.
@@ -84,6 +85,7 @@ def path_dependent_semivalues(call, rule_of, desc, *, route=None):
     fewer distinct path features take smaller rules)."""
     ensemble = call.ensemble
     if call.dask:  # the ensemble is the graph's one key; tables per block
+        # (Spark: the rows are counted, so the game below is the in-memory one)
         points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
         points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
         extra = dict(points=points, weights=weights, rule_of=rule_of, route=route)
@@ -111,8 +113,11 @@ def shap_values(model, X, *, background=None, feature_groups=None, n_jobs=None, 
     model : fitted tree model
         scikit-learn tree, forest or gradient boosting model, XGBoost,
         LightGBM or CatBoost model.
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to explain. NaN is allowed where the model accepts it.
+    X : array-like, DataFrame, sparse matrix, dask Array, dask DataFrame or Spark DataFrame of shape (n_rows, n_features)
+        Rows to explain. NaN is allowed where the model accepts it. A Spark
+        DataFrame (or ``sklearn_r2shap.spark.SparkRows``, naming its
+        feature columns, the columns kept and the layout) gives a lazy Spark
+        DataFrame of the kept columns and the values (page :ref:`spark`).
     background : array-like, DataFrame or sparse matrix of shape (n_background, n_features), default=None
         If given, the Shapley values of the interventional game
         ``v_x(S) = mean over background rows b of f(x_S, b_rest)``
@@ -144,7 +149,8 @@ def shap_values(model, X, *, background=None, feature_groups=None, n_jobs=None, 
     -------
     ndarray of shape (n_rows, n_features + 1) or (n_rows, n_outputs, n_features + 1)
         Shapley values, the expected value last; a row sums to the model's
-        raw prediction.
+        raw prediction. For a dask X, a lazy dask array; for a Spark
+        DataFrame, a lazy Spark DataFrame (the same values, bit for bit).
 
     Examples
     --------

@@ -42,7 +42,7 @@ LAYERS = {
     "metrics": 5, "interventional": 5, "interactions": 5, "explanation": 5, "explainer": 5,
     "_groups": 5, "_pipeline": 5, "_prepare": 5,
     # the estimators (which call the public functions) and their helpers
-    "_estimators": 6,
+    "_estimators": 6, "spark": 6,
     "": 7, "__main__": 7,  # the package root: the public names
 }
 PUBLIC = 5

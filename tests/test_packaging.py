@@ -64,7 +64,8 @@ def test_run_time_floors_are_the_table():
     assert len(project["dependencies"]) == len(_min_dependencies.floors("install"))
 
 
-@pytest.mark.parametrize("extra", ["test", "doc", "benchmark", "plot", "lightgbm", "progress", "dask"])
+@pytest.mark.parametrize("extra", ["test", "doc", "benchmark", "plot", "lightgbm", "progress", "dask",
+                                   "spark"])
 def test_extra_floors_are_the_table(extra):
     stated = _floors(_pyproject()["project"]["optional-dependencies"][extra])
     table = _min_dependencies.floors(extra)

@@ -1,17 +1,20 @@
-"""One entry point for a public function's per-row work: local blocks or dask partitions.
+"""One entry point for a public function's per-row work: local blocks, dask or Spark partitions.
 
 :func:`map_rows` takes the prepared call (:class:`~sklearn_r2shap._prepare.Call`:
 the ensemble, the checked rows, the thread count, ``verbose``, whether X is a
 dask collection -- used through its attributes, so this layer imports nothing
 above it) and a block function of the games layer, and runs it either on
 fixed blocks of rows in memory (:func:`.local.map_blocks`: blocks sized by
-the cost per row, progress, Ctrl-C between blocks) or on the partitions of a
-dask collection (:func:`.dask.map_checked_rows`).
+the cost per row, progress, Ctrl-C between blocks), on the partitions of a
+dask collection (:func:`.dask.map_checked_rows`) or on those of a Spark
+DataFrame (:func:`.spark.map_checked_rows`: a Spark DataFrame of the kept
+columns and the values), as ``call.engine`` says.
 
 Layer: execution. Imports the ground floor and its own layer.
 """
 from . import dask as _dask
 from . import local as _local
+from . import spark as _spark
 
 __all__ = ["map_rows", "progress_of"]
 
@@ -38,7 +41,7 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
     ----------
     call : Call
         The prepared call (``ensemble``, ``rows``, ``n_rows``, ``n_jobs``,
-        ``n_threads``, ``verbose``, ``dask``).
+        ``n_threads``, ``verbose``, ``dask``, ``engine``, ``players``).
     function : callable
         A block function of the games layer; returns one array row (or a
         tuple of arrays) per row.
@@ -58,7 +61,29 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
         A memory bound on the rows per block (e.g. large per-row outputs).
     row_arguments : dict of arrays, optional
         Per-row arguments, cut to each block's rows (in memory only).
+
+    Returns
+    -------
+    ndarray, dask Array or Spark DataFrame
+        In memory: the values of every row; dask: a lazy array of the same
+        row blocks; Spark: a lazy DataFrame of the kept columns and the
+        values (cut to the players of a grouped ensemble on the executors).
     """
+    if call.engine == "spark":
+        if row_arguments and any(v is not None for v in row_arguments.values()):
+            raise TypeError(
+                f"{desc} of a Spark DataFrame takes no per-row arguments; collect X (or "
+                "a sample of it) first.")
+        # the columns were checked from the schema by the preparation
+        width = trailing_shape[-1] if trailing_shape else None
+        players = call.player_columns(width)
+        if players is not None:
+            trailing_shape = tuple(trailing_shape[:-1]) + (len(players),)
+        return _spark.map_checked_rows(function, call.ensemble, call.rows,
+                                       trailing_shape=trailing_shape, n_jobs=call.n_jobs,
+                                       game=game, name=_layer_name(desc), players=players,
+                                       names=call.players if call.players is not None
+                                       else call.names, **kwargs)
     if call.dask:
         if row_arguments and any(v is not None for v in row_arguments.values()):
             raise TypeError(
