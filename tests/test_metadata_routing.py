@@ -8,6 +8,8 @@ A tree whose ``fit`` takes a keyword of its own (``extra``) records what it was 
 so that the tests check what reached the model, not what the code says it sends."""
 import numpy as np
 import pytest
+from sklearn import __version__ as _sklearn_version
+from sklearn.utils.fixes import parse_version
 from sklearn import config_context
 from sklearn.linear_model import Ridge
 from sklearn.metrics import make_scorer, r2_score
@@ -187,6 +189,10 @@ def test_rfecv_routes_weights_to_a_scorer_that_requested_them():
                            default.cv_results_["mean_test_score"])
 
 
+@pytest.mark.skipif(
+    parse_version(_sklearn_version) < parse_version("1.9"),
+    reason="scikit-learn 1.8.0's GridSearchCV refuses a fit parameter that only a model "
+           "inside a Pipeline step's router requests (TypeError: not routed); 1.9 routes it")
 def test_pipeline_in_grid_search_with_weights_and_groups():
     """A Pipeline with our selector inside a GridSearchCV: the outer folds and the
     selector's cv are split by group, the weights reach the selector, its model and the
