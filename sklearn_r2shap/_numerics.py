@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigvalsh_tridiagonal
 
-__all__ = ["beta_quadrature", "quadrature_sizes", "Moments", "Extremes", "DyadicSum",
+__all__ = ["beta_quadrature", "quadrature_sizes", "Moments", "WeightedMean", "Extremes", "DyadicSum",
            "merge_statistics"]
 
 
@@ -206,6 +206,46 @@ class Moments:
 
 
 @dataclass
+class WeightedMean:
+    """Weighted mean of values, merged as :class:`Moments` merges its means,
+    with the weights kept as ``weight * 2**exponent``: each group's weights
+    are first divided by the power of two below its largest (exact), so
+    that tiny (subnormal) weights lose no digit, and two groups are brought
+    to the larger exponent to merge."""
+
+    weight: float
+    exponent: int
+    mean: np.ndarray
+
+    @classmethod
+    def of(cls, values, weight):
+        """The weighted mean of ``values`` (rows along axis 0)."""
+        values = np.asarray(values, dtype=np.float64)
+        weight = np.asarray(weight, dtype=np.float64)
+        largest = float(weight.max()) if weight.size else 0.0
+        if not largest > 0:
+            return cls(0.0, 0, np.zeros(values.shape[1:]))
+        exponent = math.frexp(largest)[1] - 1
+        weight = weight / math.ldexp(1.0, exponent)
+        total = float(weight.sum())
+        w = weight.reshape((-1,) + (1,) * (values.ndim - 1))
+        return cls(total, exponent, (w * values).sum(axis=0) / total)
+
+    def merge(self, other):
+        """The mean of both groups together."""
+        if other.weight == 0:
+            return self
+        if self.weight == 0:
+            return other
+        exponent = max(self.exponent, other.exponent)
+        mine = math.ldexp(self.weight, self.exponent - exponent)
+        theirs = math.ldexp(other.weight, other.exponent - exponent)
+        total = mine + theirs
+        return WeightedMean(total, exponent,
+                            self.mean + (other.mean - self.mean) * (theirs / total))
+
+
+@dataclass
 class Extremes:
     """Smallest and largest values per column; an empty group is the identity."""
 
@@ -307,12 +347,14 @@ class DyadicSum:
 def merge_statistics(a, b):
     """Merge two dicts of per-partition statistics with the same keys.
 
-    A :class:`Moments`, :class:`Extremes` or :class:`DyadicSum` value merges
-    by its ``merge`` (Chan's update; minimum and maximum; sibling nodes);
+    A :class:`Moments`, :class:`WeightedMean`, :class:`Extremes` or
+    :class:`DyadicSum` value merges by its ``merge`` (Chan's update; minimum
+    and maximum; sibling nodes);
     anything else (a number or an
     array: sums, counts) is added.
     """
     if set(a) != set(b):
         raise ValueError(f"statistics with different keys: {sorted(a)} and {sorted(b)}.")
-    return {key: a[key].merge(b[key]) if isinstance(a[key], (Moments, Extremes, DyadicSum))
+    return {key: a[key].merge(b[key]) if isinstance(
+        a[key], (Moments, WeightedMean, Extremes, DyadicSum))
             else a[key] + b[key] for key in a}

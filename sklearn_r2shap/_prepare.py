@@ -111,6 +111,10 @@ class Call:
             self._lengths = _dask.partition_lengths(self.rows)
         return self._lengths
 
+    def row_count(self):
+        """X's number of rows (a dask X: its partitions counted, once)."""
+        return int(sum(self.partition_lengths())) if self.engine == "dask" else self.n_rows
+
     @property
     def n_players(self):
         """The players of the game: the groups and ungrouped columns, or the features."""
@@ -252,10 +256,14 @@ def row_argument(call, values, name):
     (:func:`._execution.dask.aligned_column`: a dask collection rechunked to
     X's rows, an in-memory column split at X's partition lengths), checked
     lazily, partition by partition on the workers, by the same checkers
-    (``partition_of="X"``) in the functions that read the blocks.
+    (``partition_of="X"``) in the functions that read the blocks. For a
+    Spark DataFrame, the name of its column (checked to exist and be
+    numeric; its values are checked on the executors).
     """
     if values is None:
         return None
+    if call.engine == "spark":
+        return _spark.argument_column(call.rows, values, name)
     if call.dask:
         return _dask.aligned_column(values, call.rows, name, call.partition_lengths)
     if name == "y":

@@ -8,9 +8,11 @@ log-loss, Tweedie deviance; the score definitions live in ``_scores.py``).
 
 It validates its arguments once, converts the model once, chooses the
 algorithm and the block size from the cost estimate, and hands the game's
-block function (:class:`._games.r2._BlockWork`) to an executor: the local
-one (:mod:`._execution.local`: fixed blocks of rows, merged in order) or, for
-a dask X, two tree-reduced passes over the partitions (:mod:`._execution.dask`).
+block statistics (:class:`._games.r2._BlockWork`) to the executor's entry
+for sums over rows (:func:`._execution.run.reduce_rows`: every row in
+memory as one part cut into fixed blocks, or the partitions of a dask
+collection or a Spark DataFrame, merged in row order), after a first pass
+over y and the weights alone (:func:`._execution.run.reduce_arguments`).
 
 Layer: public functions. Imports the layers below; never an estimator.
 """
@@ -22,8 +24,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import _groups, _pipeline
-from ._execution import dask as _dask
 from ._execution import local as _local
+from ._execution.run import reduce_arguments, reduce_rows
 from ._execution.cost import DEFAULT_EXACT_BUDGET, check_n_permutations, choose_algorithm
 from ._execution.cost import ensemble_cost, exact_rows_per_block, per_row_seconds
 from ._games import r2 as _r2
@@ -31,7 +33,7 @@ from ._kernels import _qshap_sampled
 from ._model import explainable_ensemble, to_ensemble
 from ._prepare import prepare, row_argument
 from ._errors import UndefinedScoreError, UnsupportedModelError
-from ._scores import R2Decomposition, R2Interactions, SquaredError, check_target, check_weights
+from ._scores import R2Decomposition, R2Interactions
 from ._scores import loss_of
 from ._scores import is_multi_output_regression
 from ._scores import check_n_rows, target_scale, undefined_score_error, weight_scale
@@ -245,13 +247,8 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
     if is_multi_output_regression(call.ensemble):
         return _per_output_decomposition(call, y, sample_weight=sample_weight,
                                          return_local=return_local, options=options)
-    loss = loss_of(call.ensemble)
-    if call.dask:
-        result = _dask_r2_decomposition(call, loss, y, sample_weight=sample_weight,
-                                        return_local=return_local, options=options)
-    else:
-        result = _local_r2_decomposition(call, loss, y, sample_weight=sample_weight,
-                                         return_local=return_local, options=options)
+    result = _r2_decomposition(call, loss_of(call.ensemble), y, sample_weight=sample_weight,
+                               return_local=return_local, options=options)
     if call.players is not None:  # the groups as players, null players dropped
         result = _groups.restrict_decomposition(result, call.players)
     return result
@@ -361,9 +358,9 @@ def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jo
             f"r2_interactions decomposes the score of one output; {call.ensemble.model_type} "
             f"has {call.ensemble.n_outputs}. Use r2_decomposition for each output's shares, or "
             "fit one model per output.")
-    run = _dask_r2_decomposition if call.dask else _local_r2_decomposition
-    result = run(call, loss_of(call.ensemble), y, sample_weight=sample_weight,
-                 return_local=return_local, options=options, work=_r2._PairBlockWork)
+    result = _r2_decomposition(call, loss_of(call.ensemble), y, sample_weight=sample_weight,
+                               return_local=return_local, options=options,
+                               work=_r2._PairBlockWork)
     if call.players is not None:  # the groups as players, null players dropped
         result = _groups.restrict_interactions(result, call.players)
     return result
@@ -379,13 +376,13 @@ def _per_output_decomposition(call, Y, *, sample_weight, return_local, options):
         # one seed for every output: the same rows (max_samples) for each
         seed = int(check_random_state(options.random_state).randint(np.iinfo(np.int32).max))
         options = replace(options, random_state=seed)
-    run = _dask_r2_decomposition if call.dask else _local_r2_decomposition
     results = []
     for k, y in enumerate(columns):
         one = replace(call, ensemble=ensemble.single_output(k))
         try:
-            result = run(one, loss_of(one.ensemble), y, sample_weight=sample_weight,
-                         return_local=return_local, options=options)
+            result = _r2_decomposition(one, loss_of(one.ensemble), y,
+                                       sample_weight=sample_weight, return_local=return_local,
+                                       options=options)
         except UndefinedScoreError as error:
             raise UndefinedScoreError(f"Output {k} of Y: {error}") from None
         result = replace(result, output=k)
@@ -403,12 +400,9 @@ def _output_columns(Y, n_outputs, model_type):
     shape = (len(Y.columns),) if frame else None
     if frame:
         width, ndim = len(Y.columns), 2
-    elif _dask.is_dask_collection(Y):
-        ndim = Y.ndim
-        width = Y.shape[1] if ndim == 2 else None
-        shape = Y.shape
     else:
-        Y = np.asarray(Y)
+        if not (hasattr(Y, "ndim") and hasattr(Y, "shape")):  # a lazy array stays lazy
+            Y = np.asarray(Y)
         ndim, shape = Y.ndim, Y.shape
         width = Y.shape[1] if ndim == 2 else None
     if ndim != 2 or width != n_outputs:
@@ -432,42 +426,6 @@ class _Options:
     n_permutations: int
     max_samples: object
     random_state: object
-
-
-def _local_r2_decomposition(call, loss, y, *, sample_weight, return_local, options,
-                            work=_r2._BlockWork):
-    """:func:`r2_decomposition` of rows in memory: the local executor over fixed
-    blocks of rows, merged in block order. ``work``: the block work's class
-    (:func:`r2_interactions`: ``_r2._PairBlockWork``)."""
-    ensemble, n_rows = call.ensemble, call.n_rows
-    scale = 1.0
-    if isinstance(loss, SquaredError) and loss.classes is None:
-        y, weight, scale = check_target(y, n_rows, sample_weight)
-        target = (y / scale)[:, None]
-    else:
-        weight = check_weights(sample_weight, n_rows)
-        target = loss.target(y, n_rows, ensemble)
-    plan = work.of(ensemble, loss, scale)
-    with np.errstate(all="ignore"):
-        total = loss.null_loss(target, weight)
-    if not total > 0:
-        raise undefined_score_error(loss)
-    rows = _choose(plan, n_rows, n_threads=call.n_threads, block_threads=call.n_threads,
-                   options=options)
-    if rows is not None and return_local:
-        raise ValueError("return_local=True needs every row: it cannot be combined with "
-                         "max_samples.")
-    n_used = n_rows if rows is None else len(rows)
-    local = np.empty(plan.local_shape(n_rows)) if return_local else None
-    progress = _local.Progress(n_used, call.verbose, f"{plan.description} ({plan.algorithm})",
-                               plan.seconds)
-    try:
-        statistics = _statistics(plan, call.rows, target, weight, rows=rows, local=local,
-                                 progress=progress)
-    finally:
-        progress.close()
-    return plan.finalize(statistics, total, n_rows=n_rows, n_used=n_used, names=call.names,
-                         local=local)
 
 
 def _choose(plan, n_rows, *, n_threads, block_threads, options):
@@ -544,46 +502,44 @@ def _statistics(plan, X, target, weight, first=0, rows=None, null_mean=None, loc
     return statistics
 
 
-def _r2_block(X, y, where, weight=None, *, payload):
-    """Second pass: one partition's statistics of the decomposition (``_BlockWork``)."""
-    plan, scale, weight_scale, null_mean = payload
-    first, rows = where
-    n_rows = X.shape[0]
-    y = check_y(y, n_rows, partition_of="X")
+def _r2_part(payload, rows, start, subset, arguments, *, n_threads, progress=None,
+             local=None):
+    """One part's statistics of the decomposition (a part function of
+    :func:`._execution.run.reduce_rows`): the part's target and weights as
+    the whole call's (rescaled by the powers of two of the first pass),
+    then :func:`_statistics`."""
+    plan, scale, weight_scale_, null_mean = payload
+    n_rows = rows.shape[0]
+    y = check_y(arguments["y"], n_rows, partition_of="X")
     target = _r2._block_target(plan.loss, plan.ensemble, y, n_rows, scale)
-    weight = _r2._block_weight(weight, n_rows, "X") / weight_scale
-    return _statistics(plan, X, target, weight, first=first, rows=rows, null_mean=null_mean)
+    weight = _r2._block_weight(arguments.get("sample_weight"), n_rows, "X") / weight_scale_
+    return _statistics(plan, rows, target, weight, first=start, rows=subset,
+                       null_mean=null_mean, local=local, progress=progress)
 
 
-def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, options,
-                           work=_r2._BlockWork):
-    """:func:`r2_decomposition` of a dask collection: two passes, tree-reduced.
+def _r2_decomposition(call, loss, y, *, sample_weight, return_local, options,
+                      work=_r2._BlockWork):
+    """:func:`r2_decomposition` of a prepared call, in two passes over the rows
+    (:func:`._execution.run.reduce_arguments`, :func:`._execution.run.reduce_rows`:
+    every row in memory as one part, or the partitions of a dask collection
+    or a Spark DataFrame, merged in row order).
 
-    Pass 1 reads y and the weights only (row counts per partition, the
-    largest |y| and weight -- the power-of-two rescalings -- and the
-    weighted mean of the target, L0's best constant). Pass 2 maps the
-    in-memory per-block statistics over the partitions of (X, y, weights),
-    with the model shipped once, and merges them by a tree reduction; the
-    client finalizes as the in-memory call does.
+    Pass 1 reads y and the weights only: the number of rows, the largest
+    |y| and weight (the power-of-two rescalings) and the weighted mean of
+    the target (L0's best constant). Pass 2 runs the plan's block statistics
+    (``work``: :class:`._games.r2._BlockWork`, or ``_PairBlockWork`` for
+    :func:`r2_interactions`) over the parts, and the plan finalizes the
+    merged statistics.
     """
-    if return_local:
-        raise ValueError(
-            "return_local=True is not supported for a dask X: the per-row terms need L0, "
-            "known only after a pass over every row. Compute the R2_j on dask, and the "
-            "per-row terms of the rows you need in memory (X.compute() of a sample).")
     if y is None:
         raise ValueError("r2_decomposition requires y, but y is None.")
-    ensemble, X = call.ensemble, call.rows  # X checked on an empty stand-in, whole rows
-    # refuse what the in-memory call refuses, before any pass
-    work.of(ensemble, loss, 1.0)
-
-    y = row_argument(call, y, "y")
-    columns = [y, list(range(_dask.n_blocks(X)))]
-    if sample_weight is not None:
-        columns.append(row_argument(call, sample_weight, "sample_weight"))
-    first = _dask.reduce_statistics(_r2._target_statistics, *columns,
-                                    payload=(loss, ensemble, _dask.n_blocks(X))).compute()
-    n_rows = int(first["lengths"].sum())
+    ensemble = call.ensemble
+    work.of(ensemble, loss, 1.0)  # refuse what cannot be decomposed, before any pass
+    arguments = {"y": row_argument(call, y, "y"),
+                 "sample_weight": row_argument(call, sample_weight, "sample_weight")}
+    first = reduce_arguments(call, _r2.target_statistics, payload=(loss, ensemble),
+                             arguments=arguments)
+    n_rows = int(first["rows"])
     check_n_rows(n_rows)
     scale_w = 1.0
     if sample_weight is not None:
@@ -601,21 +557,20 @@ def _dask_r2_decomposition(call, loss, y, *, sample_weight, return_local, option
     # the estimate: all rows on n_jobs threads of this machine (None: all its cores)
     rows = _choose(plan, n_rows, n_threads=resolve_n_jobs(call.n_jobs),
                    block_threads=call.n_threads, options=options)
-    starts = np.concatenate(([0], np.cumsum(first["lengths"])[:-1]))
-    where = []
-    for start, n in zip(starts.tolist(), first["lengths"].tolist()):
-        mine = None if rows is None else (
-            rows[(rows >= start) & (rows < start + n)] - start)
-        where.append((start, mine))
-    blocks = [X, y, where] + columns[2:]
-    merged = _dask.reduce_statistics(
-        _r2_block, *blocks,
-        payload=_dask.shipped_once((plan, scale, scale_w, null_mean))).compute()
+    if rows is not None and return_local:
+        raise ValueError("return_local=True needs every row: it cannot be combined with "
+                         "max_samples.")
+    local = np.empty(plan.local_shape(n_rows)) if return_local else None
+    n_used = n_rows if rows is None else len(rows)
+    merged = reduce_rows(call, _r2_part, payload=(plan, scale, scale_w, null_mean),
+                         arguments=arguments, subset=rows,
+                         desc=f"{plan.description} ({plan.algorithm})", estimate=plan.seconds,
+                         in_memory={"local": local})
     total = merged["null"]
     if not total > 0:
         raise undefined_score_error(loss)
-    n_used = n_rows if rows is None else len(rows)
-    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=call.names)
+    return plan.finalize(merged, total, n_rows=n_rows, n_used=n_used, names=call.names,
+                         local=local)
 
 
 def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
@@ -666,6 +621,6 @@ def estimate_cost(model, X, *, n_permutations=2, n_jobs=None):
         return ensemble_cost(to_ensemble(_pipeline.final_step(model)), n_rows,
                              resolve_n_jobs(n_jobs), n_permutations)
     call = prepare(model, X, n_jobs=n_jobs, ensemble_of=to_ensemble)
-    n_rows = int(sum(_dask.partition_lengths(call.rows))) if call.dask else call.n_rows
+    n_rows = call.row_count()
     # as r2_decomposition: all rows on n_jobs threads of this machine
     return ensemble_cost(call.ensemble, n_rows, resolve_n_jobs(call.n_jobs), n_permutations)

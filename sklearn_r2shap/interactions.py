@@ -17,13 +17,12 @@ import numpy as np
 
 from ._errors import import_optional
 from ._numerics import DyadicSum
-from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
-from ._execution.run import map_rows, progress_of
+from ._execution.run import estimate_seconds, map_rows, reduce_rows
 from ._games.interactions import InteractionGame, game_values, interaction_sums
 from ._prepare import prepare, row_argument
-from ._validation import check_row_weights, check_rows
+from ._validation import check_row_weights
 from .plotting import plot_heatmap
 
 __all__ = ["shap_interaction_values", "shap_interaction_summary", "InteractionSummary"]
@@ -252,16 +251,11 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     block_rows = _local.block_rows_for(
         seconds_per_row, maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
     game = InteractionGame(ensemble, call.n_rows)
-    weight = row_argument(call, sample_weight, "sample_weight")
-    if call.dask:
-        sums = _dask_sums(call, game, weight, block_rows)
-    else:
-        sums = _local.reduce_blocks(
-            lambda start, stop, block: interaction_sums(
-                game, start, block, None if weight is None else weight[start:stop],
-                n_threads=call.n_threads),
-            ensemble, call.rows, block_rows=block_rows,
-            progress=progress_of(call, "SHAP interaction summary", seconds_per_row))
+    sums = reduce_rows(
+        call, _part_sums, payload=(game, block_rows),
+        arguments={"sample_weight": row_argument(call, sample_weight, "sample_weight")},
+        desc="SHAP interaction summary",
+        estimate=estimate_seconds(call, seconds_per_row))
     total_weight = float(sums["weight"].total())
     if not total_weight > 0:
         raise ValueError("sample_weight is zero for every row: no row counts.")
@@ -273,31 +267,18 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
                               feature_names=names)
 
 
-def _dask_sums(call, game, weight, block_rows):
-    """The sums of a dask collection, partition by partition (each in blocks);
-    ``weight``: None or X's row blocks (:func:`._prepare.row_argument`)."""
-    X = call.rows
-    lengths = call.partition_lengths()
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64).tolist()
-    columns = [X, starts]
+def _part_sums(payload, rows, start, subset, arguments, *, n_threads, progress=None):
+    """One part's sums (a part function of :func:`._execution.run.reduce_rows`),
+    in blocks of rows."""
+    game, block_rows = payload
+    weight = arguments["sample_weight"]
     if weight is not None:
-        columns.append(weight)
-    return _dask.reduce_statistics(
-        _partition_sums, *columns,
-        payload=_dask.shipped_once((game, block_rows, call.n_threads))).compute()
-
-
-def _partition_sums(X, start, weight=None, *, payload):
-    """One partition's sums (a statistics function of ``reduce_statistics``)."""
-    game, block_rows, n_threads = payload
-    X = check_rows(game.ensemble, X)
-    if weight is not None:
-        weight = check_row_weights(weight, X.shape[0], partition_of="X")
+        weight = check_row_weights(weight, rows.shape[0], partition_of="X")
     sums = _local.reduce_blocks(
         lambda first, stop, block: interaction_sums(
             game, start + first, block, None if weight is None else weight[first:stop],
             n_threads=n_threads),
-        game.ensemble, X, block_rows=block_rows)
+        game.ensemble, rows, block_rows=block_rows, progress=progress)
     if sums is None:  # an empty partition
         empty = DyadicSum({})
         return {"weight": empty, "sum": empty, "abs": empty, "square": empty}

@@ -38,16 +38,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution.cost import semivalue_seconds
-from ._execution.run import map_rows
+from ._execution.run import map_rows, reduce_rows
 from ._games import piecewise as _pw
 from ._kernels import _piecewise
 from ._model import TreeArrays, TreeEnsemble, to_ensemble
 from ._model._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, DECISION_LT
-from ._prepare import prepare
-from ._validation import n_rows_features
+from ._prepare import prepare, row_argument
+from ._validation import check_row_weights
 
 __all__ = [
     "piecewise_shap_values",
@@ -65,47 +64,44 @@ __all__ = [
 
 
 def _build_game(ensemble, background, background_weight, n_threads):
-    """Covers and leaf means from the background rows, then the leaf constants."""
+    """Covers and leaf means from the background rows (summed by the executor's
+    entry for sums over rows: in memory, or over a dask background's
+    partitions in one pass), then the leaf constants."""
     start, feature, coef, fallback = _pw._linear_arrays(ensemble)
-    if _dask.is_dask_collection(background):  # sums over its partitions, in one pass
-        cover, complete, entry_sum = _dask_leaf_statistics(
-            ensemble, background, background_weight, start, feature)
-    else:
-        n_background = n_rows_features(background)[0]
-        if n_background == 0:
-            raise ValueError("background must contain at least one row.")
-        weight = _pw._background_weight(background_weight, n_background)
-
-        def sums(first, last, B):  # a sparse background: one dense block at a time
-            cover, complete, entry_sum = _piecewise.leaf_statistics(
-                ensemble, B, weight[first:last], start, feature,
-                _pw._threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
-            return {"cover": cover, "complete": complete, "entry_sum": entry_sum}
-
-        total = _local.reduce_blocks(sums, ensemble, background, block_rows=n_background)
-        cover, complete, entry_sum = total["cover"], total["complete"], total["entry_sum"]
-    return _pw.game_from_statistics(ensemble, start, feature, coef, fallback, cover, complete,
-                                    entry_sum)
-
-
-def _dask_leaf_statistics(ensemble, background, background_weight, start, feature):
-    """Covers, complete-row weights and linear-feature sums of a dask
-    background (piecewise-linear game), summed over its partitions in one
-    pass; computed at once."""
-    _dask.check_rows_lazily(ensemble, background)
-    collections = (background,) if background_weight is None else (
-        background, background_weight)
-    if background_weight is not None and not _dask.is_dask_collection(background_weight):
-        raise TypeError("with a dask background, background_weight must be a dask "
-                        "collection of the same row blocks (or None).")
-    payload = _dask.shipped_once((ensemble, start, feature))
-    total = _dask.reduce_statistics(_pw.leaf_statistics_block, *collections,
-                                    payload=payload).compute()
+    call = prepare(ensemble, background, n_jobs=n_threads, ensemble_of=to_ensemble)
+    total = reduce_rows(call, _leaf_statistics_part, payload=(ensemble, start, feature),
+                        arguments={
+                            "background_weight": row_argument(call, background_weight,
+                                                              "background_weight")})
     if total["rows"] == 0:
         raise ValueError("background must contain at least one row.")
     if not total["weight"] > 0:
         raise ValueError("background_weight must not be all zero.")
-    return total["cover"], total["complete"], total["entry_sum"]
+    return _pw.game_from_statistics(ensemble, start, feature, coef, fallback, total["cover"],
+                                    total["complete"], total["entry_sum"])
+
+
+def _leaf_statistics_part(payload, rows, first, subset, arguments, *, n_threads,
+                          progress=None):
+    """Covers, complete-row weights and linear-feature sums of one part of the
+    background (a part function of :func:`._execution.run.reduce_rows`); a
+    sparse background one dense block at a time."""
+    ensemble, start, feature = payload
+    weight = arguments["background_weight"]
+    weight = (np.ones(rows.shape[0]) if weight is None else
+              check_row_weights(weight, rows.shape[0], "background_weight",
+                                partition_of="background"))
+
+    def sums(low, high, B):
+        cover, complete, entry_sum = _piecewise.leaf_statistics(
+            ensemble, B, weight[low:high], start, feature,
+            _pw._threads_for(ensemble.n_trees * B.shape[0], 1 << 14, n_threads))
+        return {"cover": cover, "complete": complete, "entry_sum": entry_sum}
+
+    total = _local.reduce_blocks(sums, ensemble, rows, block_rows=max(1, rows.shape[0]))
+    if total is None:  # an empty part
+        total = sums(0, 0, np.empty((0, ensemble.n_features)))
+    return {"rows": rows.shape[0], "weight": float(weight.sum()), **total}
 
 
 def values_of(call, game, *, route=None):

@@ -353,7 +353,9 @@ def test_moments_merge_is_exact_and_empty_is_identity():
 
 def test_piecewise_dask_background(client):
     """Covers and leaf means summed over the partitions of a dask background
-    (weighted, empty partitions included) give the in-memory game."""
+    (weighted, empty partitions included) give the in-memory game; in-memory
+    weights of a dask background are split at its partitions, as
+    sample_weight of a dask X is."""
     lgb = pytest.importorskip("lightgbm")
     X, y = data(13)
     y = y + 2 * np.nan_to_num(X[:, 4])
@@ -374,9 +376,13 @@ def test_piecewise_dask_background(client):
     with pytest.raises(ValueError, match="all zero"):
         sr.piecewise_shap_values(model, X[:5], background=as_dask_array(X),
                                  background_weight=da.zeros(N_ROWS, chunks=(ROW_CHUNKS,)))
-    with pytest.raises(TypeError, match="dask collection"):
+    got = sr.piecewise_shap_values(model, X[:50], background=as_dask_array(X),
+                                   background_weight=weight)
+    np.testing.assert_allclose(got, sr.piecewise_shap_values(
+        model, X[:50], background=X, background_weight=weight), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="background_weight"):
         sr.piecewise_shap_values(model, X[:5], background=as_dask_array(X),
-                                 background_weight=weight)
+                                 background_weight=weight[:-1])
 
 
 # ----------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 process): per-row values bit-identical to the in-memory call for uneven and
 empty partitions, array and per-feature layouts, kept columns, errors that
 name the column (nulls, wrong types) and the model that cannot be pickled,
-the engine's reduce of mergeable sums equal to the in-memory sums, and the
-Transformer in a ``pyspark.ml.Pipeline``.
+the engine's reduce of mergeable sums equal to the in-memory sums, the sums
+over rows of the public functions (R^2 shares, their interactions, the
+interaction summary) equal to the in-memory results, and the Transformer in
+a ``pyspark.ml.Pipeline``.
 
 Skipped, with the reason, where pyspark is not installed or no Java can start
 a session; CI installs pyspark (the ``test`` extra) on an image with Java 17.
@@ -297,11 +299,71 @@ def test_pyspark_not_imported_for_in_memory_inputs():
                    cwd=pathlib.Path(sr.__file__).parents[1])
 
 
-def test_interaction_values_and_functions_not_on_spark_yet(spark, regressor):
+def test_interaction_values_equal_in_memory(spark, regressor):
     model, frame = regressor
     df = spark_frame(spark, frame, (150,))
     got = sr.shap_interaction_values(model, SparkRows(df, keep_cols=["id"]))
     np.testing.assert_array_equal(collected(got, "shap_interaction_values"),
                                   sr.shap_interaction_values(model, frame))
-    with pytest.raises((TypeError, ValueError), match="does not take a Spark DataFrame yet"):
-        sr.r2_decomposition(model, df, data()[1])
+
+
+def assert_close_results(got, expected, names):
+    for name in names:
+        np.testing.assert_allclose(np.asarray(getattr(got, name)),
+                                   np.asarray(getattr(expected, name)), rtol=1e-12, atol=1e-15,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("sizes", PARTITIONINGS[1:], ids=lambda s: "-".join(map(str, s)))
+def test_sums_over_rows_equal_in_memory(spark, regressor, sizes):
+    """r2_decomposition (all rows, weighted, a random subset), r2_interactions and
+    shap_interaction_summary of a Spark DataFrame, y and the weights named as
+    its columns, against the in-memory calls (partitions of uneven and zero
+    size; batches of 64 rows)."""
+    model, frame = regressor
+    y = data()[1]
+    weight = np.random.default_rng(3).exponential(size=N_ROWS)
+    weight[::9] = 0.0
+    df = spark_frame(spark, frame, sizes, extra={"label": y, "w": weight}).cache()
+    names = ("shares", "std_errors", "score", "unattributed")
+    got = sr.r2_decomposition(model, df, "label", sample_weight="w")
+    expected = sr.r2_decomposition(model, frame, y, sample_weight=weight)
+    assert_close_results(got, expected, names)
+    assert list(got.feature_names) == FEATURES and got.n_rows == N_ROWS
+    got = sr.r2_decomposition(model, df, "label", max_samples=60, random_state=4)
+    expected = sr.r2_decomposition(model, frame, y, max_samples=60, random_state=4)
+    assert_close_results(got, expected, names)
+    assert got.n_rows_sampled == 60
+    got = sr.r2_interactions(model, df, "label", sample_weight="w")
+    expected = sr.r2_interactions(model, frame, y, sample_weight=weight)
+    assert_close_results(got, expected, names)
+    got = sr.shap_interaction_summary(model, df, sample_weight="w")
+    expected = sr.shap_interaction_summary(model, frame, sample_weight=weight)
+    assert_close_results(got, expected, ("mean_abs", "mean", "mean_square"))
+    df.unpersist()
+
+
+def test_classifier_shares_and_argument_errors(spark):
+    """D^2 shares of a classifier with labels in a numeric column; y and
+    sample_weight that are not numeric columns of the DataFrame, null labels
+    and per-row terms are refused, naming what is wrong."""
+    frame, labels = data(5, n_classes=3)
+    model = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(frame,
+                                                                                  labels)
+    df = spark_frame(spark, frame, (60, 0, 90), extra={"label": labels.astype(float)})
+    got = sr.r2_decomposition(model, df, "label")
+    expected = sr.r2_decomposition(model, frame, labels)
+    assert got.score_name == expected.score_name
+    assert_close_results(got, expected, ("shares", "std_errors", "score"))
+    with pytest.raises(TypeError, match="name of one of its columns"):
+        sr.r2_decomposition(model, df, labels)
+    with pytest.raises(ValueError, match="no such column"):
+        sr.r2_decomposition(model, df, "target")
+    with pytest.raises(TypeError, match="'id'.*sample_weight|sample_weight.*'id'|numeric"):
+        sr.r2_decomposition(model, df.withColumn("id", F.col("id").cast("string")), "label",
+                            sample_weight="id")
+    with pytest.raises(Exception, match="'label' holds null"):
+        sr.r2_decomposition(model, df.withColumn(
+            "label", F.when(F.col("id") == 7, F.lit(None)).otherwise(F.col("label"))), "label")
+    with pytest.raises(ValueError, match="return_local=True is not supported for a Spark"):
+        sr.r2_decomposition(model, df, "label", return_local=True)

@@ -1,6 +1,6 @@
-"""One entry point for a public function's per-row work: local blocks, dask or Spark partitions.
+"""The two entry points of a public function's work over rows: local blocks, dask or Spark partitions.
 
-:func:`map_rows` takes the prepared call (:class:`~sklearn_r2shap._prepare.Call`:
+:func:`map_rows` (per-row values) takes the prepared call (:class:`~sklearn_r2shap._prepare.Call`:
 the ensemble, the checked rows, the thread count, ``verbose``, whether X is a
 dask collection -- used through its attributes, so this layer imports nothing
 above it) and a block function of the games layer, and runs it either on
@@ -10,21 +10,47 @@ dask collection (:func:`.dask.map_checked_rows`) or on those of a Spark
 DataFrame (:func:`.spark.map_checked_rows`: a Spark DataFrame of the kept
 columns and the values), as ``call.engine`` says.
 
+:func:`reduce_rows` (sums over rows) runs a *part function* of the games
+layer on parts of the rows -- every row in memory as one part, or each
+partition of a dask collection, or each Arrow batch of a Spark DataFrame --
+and merges the parts' statistics in row order
+(:func:`~.._numerics.merge_statistics`); only fixed-size sums leave a
+partition. A part function is ``function(payload, rows, start, subset,
+arguments, *, n_threads, progress=None, **in_memory)``: ``rows`` the part's
+rows checked for the ensemble (:class:`.local.CheckedRows` or a CSR matrix),
+``start`` the global index of its first row, ``subset`` the indices into
+the part of the rows of a random subset (``max_samples``) or None for all,
+``arguments`` the per-row arguments cut to the part's rows (``y``,
+``sample_weight``; None where not given), ``progress`` a
+:class:`.local.Progress` (in memory only) and ``in_memory`` what only an
+in-memory call can take (e.g. an array of per-row terms to fill).
+:func:`reduce_arguments` is the same over the per-row arguments alone (a
+first pass over y and the weights, before the model's work). The part
+function does its own blocks (:func:`.local.reduce_blocks`), so that a
+part in memory is cut exactly as every row in memory is.
+
 Layer: execution. Imports the ground floor and its own layer.
 """
+import numpy as np
+
 from . import dask as _dask
 from . import local as _local
 from . import spark as _spark
 
-__all__ = ["map_rows", "progress_of"]
+__all__ = ["map_rows", "reduce_rows", "reduce_arguments", "progress_of", "estimate_seconds"]
+
+
+def estimate_seconds(call, seconds_per_row):
+    """The seconds the call's rows take on its threads, ``seconds_per_row`` on
+    one thread: the estimate that ``verbose="auto"`` compares with
+    :data:`.local.AUTO_PROGRESS_SECONDS`."""
+    return seconds_per_row * call.n_rows / max(1, min(call.n_threads, call.n_rows))
 
 
 def progress_of(call, desc, seconds_per_row):
-    """A :class:`.local.Progress` for the call's rows; ``seconds_per_row`` on one
-    thread gives the estimate that ``verbose="auto"`` compares with
-    :data:`.local.AUTO_PROGRESS_SECONDS`."""
-    estimate = seconds_per_row * call.n_rows / max(1, min(call.n_threads, call.n_rows))
-    return _local.Progress(call.n_rows, call.verbose, desc, estimate)
+    """A :class:`.local.Progress` for the call's rows (:func:`estimate_seconds`)."""
+    return _local.Progress(call.n_rows, call.verbose, desc,
+                           estimate_seconds(call, seconds_per_row))
 
 
 def _layer_name(desc):
@@ -98,3 +124,185 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
     return _local.map_blocks(function, call.ensemble, call.rows, block_rows=block_rows,
                              progress=progress_of(call, desc, seconds_per_row), game=game,
                              row_arguments=row_arguments, n_threads=call.n_threads, **kwargs)
+
+
+# ----------------------------------------------------------------------------
+# Sums over rows
+
+
+def _where(subset, start, n_rows):
+    """The indices into a part of rows ``[start, start + n_rows)`` of the sorted
+    global ``subset`` (None: every row)."""
+    if subset is None:
+        return None
+    low, high = np.searchsorted(subset, [start, start + n_rows])
+    return subset[low:high] - start
+
+
+class _Part:
+    """What every partition of a distributed reduction needs, shipped once:
+    the ensemble the rows are checked for, the part function, its payload,
+    the per-row arguments (their names: those given, in order, and those not)
+    and the random subset."""
+
+    def __init__(self, ensemble, function, payload, arguments, subset, n_threads):
+        self.ensemble = ensemble
+        self.function = function
+        self.payload = payload
+        self.given = _named(arguments)
+        self.absent = [name for name in arguments if name not in self.given]
+        self.subset = subset
+        self.n_threads = n_threads
+
+    def __call__(self, rows, start, values):
+        if not isinstance(rows, _local.CheckedRows):  # a dask partition
+            rows = _local.prepare_rows(self.ensemble, rows)
+        return self.function(self.payload, rows, start,
+                             _where(self.subset, start, rows.shape[0]),
+                             _cut(self.given, self.absent, values), n_threads=self.n_threads)
+
+
+def _cut(given, absent, values):
+    """The per-row arguments of a part: the given ones' values as arrays, None
+    for the others."""
+    return {name: _dask.column(value) for name, value in zip(given, values)} | dict.fromkeys(
+        absent)
+
+
+def _dask_part(X, start, *values, payload):
+    """One dask partition's statistics (a statistics function of
+    :func:`.dask.reduce_statistics`)."""
+    return payload(X, start, values)
+
+
+def _spark_part(part, start, stop, block, *values):
+    """One Arrow batch's statistics (a function of :func:`.spark.reduce_statistics`):
+    rows ``[start, stop)``."""
+    return part(_local.CheckedRows(block), start, values)
+
+
+#: the public arguments behind the part functions' in-memory keywords (errors)
+_PUBLIC_NAMES = {"local": "return_local=True"}
+
+
+def _named(arguments):
+    return [name for name, value in arguments.items() if value is not None]
+
+
+def reduce_rows(call, function, *, payload, arguments=None, subset=None, desc=None,
+                estimate=None, in_memory=None):
+    """``function`` over the parts of the call's rows, merged in row order.
+
+    Parameters
+    ----------
+    call : Call
+        The prepared call.
+    function : callable
+        A part function (see the module docstring), importable (a distributed
+        engine ships it to its workers with ``payload``, once).
+    payload : object
+        What the part function computes with (a plan, a game).
+    arguments : dict, optional
+        Per-row arguments aligned to the call's rows
+        (:func:`.._prepare.row_argument`: arrays in memory, X's row blocks
+        on dask, column names on Spark); None values are passed as None.
+    subset : ndarray of int, optional
+        Sorted global indices of the rows to use (``max_samples``); every
+        row when None. The part function gets the indices into its part.
+    desc : str, optional
+        The progress bar's label (in memory; none without it).
+    estimate : float, optional
+        The seconds the work is estimated to take (``verbose="auto"``).
+    in_memory : dict, optional
+        Keyword arguments only an in-memory call can take; a distributed
+        one refuses any that is not None, naming it.
+
+    Returns
+    -------
+    dict
+        The merged statistics; None when there is no row.
+    """
+    arguments = dict(arguments or {})
+    in_memory = {name: value for name, value in (in_memory or {}).items()
+                 if value is not None}
+    if call.engine == "local":
+        n_used = call.n_rows if subset is None else len(subset)
+        progress = (None if desc is None else
+                    _local.Progress(n_used, call.verbose, desc, estimate))
+        try:
+            return function(payload, call.rows, 0, subset, arguments,
+                            n_threads=call.n_threads, progress=progress, **in_memory)
+        finally:
+            if progress is not None:
+                progress.close()
+    if in_memory:
+        name = next(iter(in_memory))
+        what = "a Spark DataFrame" if call.engine == "spark" else "a dask X"
+        raise ValueError(
+            f"{_PUBLIC_NAMES.get(name, name)} is not supported for {what}: the "
+            "per-row terms would have to come back to this machine. Compute the sums on "
+            f"{call.engine}, and the per-row terms of the rows you need in memory (a sample "
+            "of X collected here).")
+    names = _named(arguments)
+    part = _Part(call.ensemble, function, payload, arguments,
+                 None if subset is None else np.asarray(subset, dtype=np.int64),
+                 call.n_threads)
+    if call.engine == "spark":
+        merged = _spark.reduce_statistics(_spark_part, call.rows, ensemble=call.ensemble,
+                                          game=part, columns=[arguments[n] for n in names],
+                                          positions=True)
+        if merged is None:
+            raise ValueError("The Spark DataFrame has no row.")
+        return merged
+    lengths = call.partition_lengths()
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64).tolist()
+    return _dask.reduce_statistics(
+        _dask_part, call.rows, starts, *[arguments[n] for n in names],
+        payload=_dask.shipped_once(part)).compute()
+
+
+def _dask_arguments(index, *values, payload):
+    """One dask partition's statistics of the per-row arguments alone, with the
+    partition's row count at its index (``lengths``)."""
+    function, function_payload, given, absent, n_parts = payload
+    lengths = np.zeros(n_parts, dtype=np.int64)
+    lengths[index] = len(values[0])
+    return function(function_payload, _cut(given, absent, values)) | {"lengths": lengths}
+
+
+class _Arguments:
+    """The function of a Spark pass over the per-row argument columns."""
+
+    def __init__(self, function, payload, given, absent):
+        self.function, self.payload = function, payload
+        self.given, self.absent = given, absent
+
+    def __call__(self, *values):
+        return self.function(self.payload, _cut(self.given, self.absent, values))
+
+
+def reduce_arguments(call, function, *, payload, arguments):
+    """``function(payload, arguments)`` over the per-row arguments alone
+    (``arguments``: as :func:`reduce_rows`, at least one given), merged in
+    row order: a first pass over y and the weights. A dask pass also
+    counts the rows of X's partitions (kept on the call, for
+    :func:`reduce_rows`)."""
+    arguments = dict(arguments)
+    if call.engine == "local":
+        return function(payload, arguments)
+    given = _named(arguments)
+    absent = [name for name in arguments if name not in given]
+    if call.engine == "spark":
+        merged = _spark.reduce_statistics(
+            _Arguments(function, payload, given, absent), call.rows,
+            columns=[arguments[n] for n in given])
+        if merged is None:
+            raise ValueError("The Spark DataFrame has no row.")
+        return merged
+    n_parts = _dask.n_blocks(call.rows)
+    statistics = _dask.reduce_statistics(
+        _dask_arguments, list(range(n_parts)), *[arguments[n] for n in given],
+        payload=(function, payload, given, absent, n_parts)).compute()
+    if call._lengths is None:
+        call._lengths = [int(n) for n in statistics["lengths"]]
+    return statistics

@@ -58,7 +58,8 @@ from .._validation import check_rows, resolve_n_jobs
 
 __all__ = ["SparkRows", "is_spark_dataframe", "as_rows", "resolve", "broadcast", "check_batch",
            "map_checked_rows", "result_schema", "check_input_types", "labels_of",
-           "reduce_statistics", "partition_lengths", "count_rows", "LAYOUTS", "EXPECTED_VALUE"]
+           "reduce_statistics", "partition_lengths", "count_rows", "argument_column", "LAYOUTS",
+           "EXPECTED_VALUE"]
 
 #: the layouts of per-row values: one array column, or one double column per entry
 LAYOUTS = ("array", "columns")
@@ -112,8 +113,10 @@ class SparkRows:
         raise TypeError(
             "this function does not take a Spark DataFrame yet: the per-row explanations "
             "do (shap_values, beta_shapley_values, banzhaf_values, saabas_values, "
-            "predict_raw, shap_interaction_values); for the sums over rows, collect a "
-            "sample to the driver (df.sample(...).toPandas()) or use a dask DataFrame")
+            "predict_raw, shap_interaction_values) and the sums over rows "
+            "(r2_decomposition, r2_interactions, shap_interaction_summary, with y and "
+            "sample_weight named as columns); otherwise collect a sample to the driver "
+            "(df.sample(...).toPandas()) or use a dask DataFrame")
 
 
 def is_spark_dataframe(X):
@@ -213,6 +216,26 @@ def check_input_types(schema, input_cols):
                 "(e.g. pyspark.ml.feature.StringIndexer for categories).")
         dtypes[name] = _NUMPY_DTYPE[found]
     return dtypes
+
+
+def argument_column(rows, values, what):
+    """The column of a Spark DataFrame that holds a per-row argument (``what``:
+    "y", "sample_weight"): given by its name, checked to exist and to be
+    numeric (no Spark job)."""
+    if not isinstance(values, str):
+        raise TypeError(
+            f"{what} of a Spark DataFrame is the name of one of its columns (e.g. "
+            f"{what}='label'), got {type(values).__name__}: the values must sit beside X's "
+            "rows, in the same DataFrame.")
+    frame = rows.frame
+    types = {field.name: field.dataType for field in frame.schema.fields}
+    if values not in types:
+        raise ValueError(f"{what}={values!r}: the Spark DataFrame has no such column; its "
+                         f"columns are {list(frame.columns)[:20]}.")
+    if type(types[values]).__name__ not in _NUMPY_DTYPE:
+        raise TypeError(f"Column {values!r} ({what}) is of type {_type_name(types[values])}; "
+                        f"it must be numeric: cast it (F.col({values!r}).cast('double')).")
+    return values
 
 
 def count_rows(rows):

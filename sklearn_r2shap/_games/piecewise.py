@@ -2,7 +2,7 @@
 
 :class:`_PiecewiseGame` holds what the kernel needs besides the rows, built
 from background statistics (:func:`game_from_statistics`, from covers and
-leaf means summed over blocks of background rows: :func:`leaf_statistics_block`);
+leaf means summed over blocks of background rows by :mod:`..piecewise`);
 :func:`game_values` is the block function: the exact SHAP values of a block of
 checked rows, by pattern tables for shallow trees or the per-row quadrature
 kernel (the same values).
@@ -17,9 +17,8 @@ import numpy as np
 from .._kernels import _piecewise, _predict, _semivalues
 from .._model import TreeEnsemble
 from .._numerics import beta_quadrature
-from .._validation import check_row_weights, check_rows
 
-__all__ = ["game_from_statistics", "game_values", "leaf_statistics_block"]
+__all__ = ["game_from_statistics", "game_values"]
 
 
 # ----------------------------------------------------------------------------
@@ -74,12 +73,6 @@ def _linear_arrays(ensemble):
         if len(np.unique(pairs)) != len(pairs):
             raise ValueError("a leaf lists the same linear feature twice; sum the coefficients.")
     return start, feature, coef, fallback
-
-
-def _background_weight(weight, n_rows):
-    if weight is None:
-        return np.ones(n_rows)
-    return check_row_weights(weight, n_rows, "background_weight")
 
 
 def game_from_statistics(ensemble, start, feature, coef, fallback, cover, complete, entry_sum):
@@ -247,17 +240,3 @@ def predict_block(ensemble, X, *, linear, n_threads):
     (``linear``: the ensemble's ``_linear_arrays``)."""
     start, feature, coef, fallback = linear
     return _piecewise.predict_linear(ensemble, X, start, feature, coef, fallback, n_threads)
-
-
-def leaf_statistics_block(block, weight=None, *, payload):
-    """Covers, complete-row weights and linear-feature sums of one partition of a
-    dask background (a statistics function for ``reduce_statistics``)."""
-    ensemble, start, feature = payload
-    B = check_rows(ensemble, block)
-    weight = (np.ones(B.shape[0]) if weight is None else
-              check_row_weights(weight, B.shape[0], "background_weight",
-                                partition_of="background"))
-    cover, complete, entry_sum = _piecewise.leaf_statistics(ensemble, B, weight, start,
-                                                            feature, 1)
-    return {"rows": B.shape[0], "weight": float(weight.sum()), "cover": cover,
-            "complete": complete, "entry_sum": entry_sum}

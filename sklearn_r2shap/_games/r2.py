@@ -7,8 +7,8 @@
   step from the merged statistics to the :class:`R2Decomposition`;
   :class:`_PairBlockWork` the same with the per-row interaction matrices,
   to the :class:`R2Interactions` of :func:`r2_interactions`;
-- :func:`_target_statistics`: the statistics of y and the weights alone (the
-  first pass over a dask collection).
+- :func:`target_statistics`: the statistics of y and the weights alone (the
+  first pass over the rows).
 
 Layer: games. Imports the ground floor, ``_model``, ``_kernels`` and
 ``_scores``; never ``_execution``, a public module or an estimator.
@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import UnsupportedModelError
 from .._kernels import _predict, _qshap, _qshap_interactions, _qshap_sampled, _semivalues
-from .._numerics import Extremes, Moments, _unit_rule, quadrature_sizes
+from .._numerics import Extremes, Moments, WeightedMean, _unit_rule, quadrature_sizes
 from .._scores import R2Decomposition, R2Interactions, SquaredError, _regression_target
 from .._validation import as_column, check_row_weights
 
@@ -463,18 +463,17 @@ def _block_weight(weight, n_rows, what):
     return check_row_weights(weight, n_rows, partition_of=what)
 
 
-def _target_statistics(y, index, weight=None, *, payload):
-    """First pass, over y (and the weights) only: what L0 and the rescaling need."""
-    loss, ensemble, n_blocks = payload
-    y = as_column(y)
+def target_statistics(payload, arguments):
+    """First pass, over y (and the weights) only: what L0 and the rescaling need
+    (a function of :func:`.._execution.run.reduce_arguments`)."""
+    loss, ensemble = payload
+    y = as_column(arguments["y"])
     n_rows = len(y)
     target = _block_target(loss, ensemble, y, n_rows, 1.0)
-    weight = _block_weight(weight, n_rows, "y")
-    lengths = np.zeros(n_blocks, dtype=np.int64)
-    lengths[index] = n_rows
-    return {"lengths": lengths,
+    weight = _block_weight(arguments.get("sample_weight"), n_rows, "y")
+    return {"rows": n_rows,
             "largest_target": Extremes.of(np.abs(target)),
             "largest_weight": Extremes.of(weight),
             # a target constant over the rows that count makes the score undefined
             "counted_target": Extremes.of(target[weight > 0]),
-            "target": Moments.of(target, weight)}
+            "target": WeightedMean.of(target, weight)}
