@@ -92,13 +92,12 @@ def main():
 
     import xgboost
 
-    from sklearn_r2shap._execution.local import BLOCK_SECONDS
-    from sklearn_r2shap.interactions import _SUMMARY_BLOCK_BYTES
+    from sklearn_r2shap._execution.local import BLOCK_BYTES, BLOCK_SECONDS
 
     print(json.dumps({"machine": platform.machine(), "cpus": os.cpu_count(),
                       "load": os.getloadavg(), "xgboost": xgboost.__version__,
                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                      "summary_block_bytes": _SUMMARY_BLOCK_BYTES,
+                      "block_bytes": BLOCK_BYTES,
                       "block_seconds": BLOCK_SECONDS}), flush=True)
     X, y = make(20_000, args.features, 0)
     model = xgboost.XGBRegressor(n_estimators=args.trees, max_depth=args.depth,

@@ -23,6 +23,7 @@ Layer: public functions (the boundary's preparation step). Imports
 ``_pipeline``, ``_groups``, ``_model``, ``_execution`` and the ground floor;
 never a public function module or an estimator.
 """
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -75,8 +76,6 @@ class Call:
         those of null players and are cut by :meth:`players_only`.
     background : ndarray or None
         The background rows, transformed and checked (in memory).
-    dask : bool
-        Whether X is a dask collection (asked once, here).
     engine : {"local", "dask", "spark"}
         Where the rows are explained: in memory, on dask's partitions, or on
         a Spark DataFrame's partitions (``rows`` is then a resolved
@@ -97,7 +96,6 @@ class Call:
     names: Optional[np.ndarray]
     players: Optional[list]
     background: Optional[np.ndarray]
-    dask: bool
     n_jobs: Optional[int]
     n_threads: int
     verbose: Any
@@ -110,6 +108,13 @@ class Call:
         if self._lengths is None:
             self._lengths = _dask.partition_lengths(self.rows)
         return self._lengths
+
+    @property
+    def rows_per_plan(self):
+        """The rows one plan of a game serves: every row of X in memory or on
+        Spark (counted there), any number for a dask X (its partitions are
+        planned on the client once, for unknown row counts)."""
+        return math.inf if self.engine == "dask" else self.n_rows
 
     def row_count(self):
         """X's number of rows (a dask X: its partitions counted, once)."""
@@ -241,7 +246,7 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
     if background is not None and check_background:
         background = _check_background(ensemble, background)
     return Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows, n_features=n_features,
-                names=names, players=players, background=background, dask=is_dask,
+                names=names, players=players, background=background,
                 n_jobs=n_jobs, n_threads=n_threads, verbose=verbose,
                 engine="spark" if is_spark else "dask" if is_dask else "local")
 
@@ -264,7 +269,7 @@ def row_argument(call, values, name):
         return None
     if call.engine == "spark":
         return _spark.argument_column(call.rows, values, name)
-    if call.dask:
+    if call.engine == "dask":
         return _dask.aligned_column(values, call.rows, name, call.partition_lengths)
     if name == "y":
         return check_y(values, call.n_rows)

@@ -84,19 +84,12 @@ def path_dependent_semivalues(call, rule_of, desc, *, route=None):
     ensemble's rule for degree ``n_path_features - 1``; trees and leaves of
     fewer distinct path features take smaller rules)."""
     ensemble = call.ensemble
-    if call.dask:  # the ensemble is the graph's one key; tables per block
-        # (Spark: the rows are counted, so the game below is the in-memory one)
-        points, weights = rule_of(max(1, int(ensemble.n_path_features)) - 1)
-        points, weights = (np.ascontiguousarray(a, dtype=np.float64) for a in (points, weights))
-        extra = dict(points=points, weights=weights, rule_of=rule_of, route=route)
-        seconds_per_row = semivalue_seconds(ensemble, len(points))
-    else:  # the game's plan is kept with the ensemble; tables built once for X's rows
-        game = _games.semivalue_game(ensemble, rule_of, call.n_rows, route=route)
-        extra = dict(game=game)
-        seconds_per_row = game.seconds_per_row()
-    return map_rows(call, _games.uniform_semivalues,
+    # the game's plan is kept with the ensemble; tables built once for X's rows
+    # (a dask partition: for its own rows)
+    return map_rows(call, _games.uniform_semivalues, plan=functools.partial(
+        _games.semivalue_game, rule_of=rule_of, route=route),
                     trailing_shape=call.trailing_shape(ensemble.n_features + 1), desc=desc,
-                    seconds_per_row=seconds_per_row, **extra)
+                    seconds_per_row=lambda game: game.seconds_per_row())
 
 
 def expected_value(model):

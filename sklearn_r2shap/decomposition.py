@@ -87,22 +87,24 @@ def r2_decomposition(model, X, y, *, sample_weight=None, return_local=False, n_j
         forests fitted on 2-D y, XGBoost multi-target regressors, also with
         vector leaves, CatBoost ``MultiRMSE``) are decomposed output by
         output (see Returns).
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        A dask collection is decomposed on its workers, partition by
-        partition (see Notes); the result is computed at once.
-    y : array-like of shape (n_rows,) or (n_rows, n_outputs)
+    X : array-like, DataFrame, sparse matrix, dask Array, dask DataFrame or Spark DataFrame of shape (n_rows, n_features)
+        A dask collection or a Spark DataFrame (or
+        ``sklearn_r2shap.spark.SparkRows``) is decomposed on its workers,
+        partition by partition (see Notes); the result is computed at once.
+    y : array-like of shape (n_rows,) or (n_rows, n_outputs), or str
         Targets; class labels (as in ``model.classes_``) for classifiers;
         one column per output for a multi-output regressor (an array,
         DataFrame, or a 2-D dask Array or dask DataFrame with a dask X).
         With a dask X: a dask Array or Series of the same row blocks (a
         dask array of other chunks is rechunked to X's), or an in-memory
-        array, which is split to X's partitions.
-    sample_weight : array-like of shape (n_rows,), optional
+        array, which is split to X's partitions. With a Spark DataFrame:
+        the name of its (numeric) label column (single output).
+    sample_weight : array-like of shape (n_rows,) or str, optional
         Weights of the rows in every sum and mean (e.g. class weights); with
-        a dask X, as ``y``.
+        a dask X or a Spark DataFrame, as ``y``.
     return_local : bool, default=False
         Keep the (n_rows, n_features) per-row terms in ``.local``. Not with
-        a dask X (raises ValueError).
+        a dask X or a Spark DataFrame (raises ValueError).
     n_jobs : int, default=None
         Threads (None: all cores). With a dask X: OpenMP threads per task
         (None: one, as dask runs a task per worker thread). The result does
@@ -279,16 +281,17 @@ def r2_interactions(model, X, y, *, sample_weight=None, return_local=False, n_jo
     ----------
     model : fitted tree model
         As :func:`r2_decomposition`, with a single output.
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        The rows (a dask collection: decomposed partition by partition on its
-        workers, as :func:`r2_decomposition`).
-    y : array-like of shape (n_rows,)
-        Targets; class labels for classifiers.
-    sample_weight : array-like of shape (n_rows,), default=None
-        Weights of the rows in every sum.
+    X : array-like, DataFrame, sparse matrix, dask Array, dask DataFrame or Spark DataFrame of shape (n_rows, n_features)
+        The rows (a dask collection or a Spark DataFrame: decomposed
+        partition by partition on its workers, as :func:`r2_decomposition`).
+    y : array-like of shape (n_rows,), or str
+        Targets; class labels for classifiers (a Spark DataFrame: the name
+        of its label column).
+    sample_weight : array-like of shape (n_rows,) or str, default=None
+        Weights of the rows in every sum (a Spark DataFrame: a column name).
     return_local : bool, default=False
         Keep the (n_rows, n_features, n_features) per-row terms in
-        ``.local``. Not with a dask X.
+        ``.local``. Not with a dask X or a Spark DataFrame.
     n_jobs : int, default=None
         Threads (None: all cores). The result does not depend on it, bit
         for bit.

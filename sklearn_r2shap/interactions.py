@@ -10,7 +10,8 @@ Layer: public functions. Imports ``_prepare``, ``_games``, ``_execution``;
 never an estimator.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+import functools
 import numbers
 
 import numpy as np
@@ -26,15 +27,6 @@ from ._validation import check_row_weights
 from .plotting import plot_heatmap
 
 __all__ = ["shap_interaction_values", "shap_interaction_summary", "InteractionSummary"]
-
-# Rows per block (and per task of a dask array) are bounded so that a block's
-# output stays below this.
-_BLOCK_OUTPUT_BYTES = 1 << 26
-# shap_interaction_summary: a block's matrices and the two temporaries of
-# its sums stay below this (16 MB made blocks of 68 rows of 100 features,
-# half as fast: each block pays the kernels' per-call work).
-_SUMMARY_BLOCK_BYTES = 1 << 26
-
 
 def shap_interaction_values(model, X, *, n_jobs=None, verbose="auto"):
     """Exact SHAP interaction values of the path-dependent game of every row.
@@ -107,18 +99,11 @@ def _interaction_values(call, *, route=None):
     ensemble = call.ensemble
     width = ensemble.n_features + 1
     shape = call.trailing_shape(width, width)
-    bound = max(1, _BLOCK_OUTPUT_BYTES // (8 * int(np.prod(shape))))
-    rows = call.rows
-    if call.dask and hasattr(rows, "rechunk"):  # a dask array: bounded blocks
-        known = all(np.isfinite(c) for c in rows.chunks[0])
-        if known and len(rows.chunks[0]) and max(rows.chunks[0]) > bound:
-            call = replace(call, rows=rows.rechunk({0: bound}))
-    # in memory, one plan for every block; a dask partition plans its own rows
-    extra = {"route": route} if call.dask else {
-        "game": InteractionGame(ensemble, call.n_rows, route=route)}
+    # one plan for every row in memory; a dask partition plans its own rows
     return map_rows(call, game_values, trailing_shape=shape, desc="SHAP interaction values",
                     seconds_per_row=semivalue_seconds(ensemble, ensemble.n_path_features),
-                    max_block_rows=bound, **extra)
+                    bytes_per_row=8 * int(np.prod(shape)),
+                    plan=functools.partial(InteractionGame, route=route))
 
 
 @dataclass(repr=False)
@@ -207,11 +192,13 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     ----------
     model : fitted tree model
         As :func:`shap_interaction_values`.
-    X : array-like, DataFrame, sparse matrix, dask Array or dask DataFrame of shape (n_rows, n_features)
-        Rows to summarise.
-    sample_weight : array-like of shape (n_rows,), default=None
+    X : array-like, DataFrame, sparse matrix, dask Array, dask DataFrame or Spark DataFrame of shape (n_rows, n_features)
+        Rows to summarise (a dask collection or a Spark DataFrame: partition
+        by partition on its workers; only the sums come back).
+    sample_weight : array-like of shape (n_rows,) or str, default=None
         Non-negative row weights (a dask X takes a dask array or Series of
-        the same partitions, or an in-memory array); None weighs rows equally.
+        the same partitions, or an in-memory array; a Spark DataFrame the
+        name of its weight column); None weighs rows equally.
     n_jobs : int, default=None
         Threads; None uses all cores. The result does not depend on it.
     verbose : "auto" or int, default="auto"
@@ -248,8 +235,10 @@ def shap_interaction_summary(model, X, *, sample_weight=None, n_jobs=None, verbo
     width = ensemble.n_features + 1
     row_bytes = 8 * ensemble.n_outputs * width * width
     seconds_per_row = semivalue_seconds(ensemble, ensemble.n_path_features)
-    block_rows = _local.block_rows_for(
-        seconds_per_row, maximum=max(1, _SUMMARY_BLOCK_BYTES // (3 * row_bytes)))
+    # a block's matrices and the two temporaries of their sums (a budget of 16 MB
+    # made blocks of 68 rows of 100 features, half as fast: each block pays the
+    # kernels' per-call work)
+    block_rows = _local.block_rows_for(seconds_per_row, 3 * row_bytes)
     game = InteractionGame(ensemble, call.n_rows)
     sums = reduce_rows(
         call, _part_sums, payload=(game, block_rows),

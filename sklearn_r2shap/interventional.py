@@ -105,10 +105,11 @@ def values_of(call, family, parameters, *, desc="Interventional values", route=N
     (``route`` forces one of :data:`._games.interventional.ROUTES`), run on
     the executor."""
     ensemble = call.ensemble
-    # a dask X: built once here (on n_jobs threads of this machine, None: all
-    # its cores) and shipped with the graph, for any number of rows
-    n_threads = resolve_n_jobs(call.n_jobs) if call.dask else call.n_threads
-    if is_prepared(ensemble) and not call.dask:
+    # built once here, on n_jobs threads of this machine (None: all its cores),
+    # for the rows one plan serves (a dask X: any number, in its partitions)
+    n_threads = resolve_n_jobs(call.n_jobs)
+    n_rows = call.rows_per_plan
+    if is_prepared(ensemble) and math.isfinite(n_rows):
         # an explainer's: the background summarised once, for many rows, and kept
         key = ("interventional game", family, tuple(parameters), route,
                hashlib.blake2b(call.background.tobytes(), digest_size=16).digest(),
@@ -116,10 +117,10 @@ def values_of(call, family, parameters, *, desc="Interventional values", route=N
         game = ensemble.cached(key, lambda: InterventionalGame(
             ensemble, call.background, family, parameters, PREPARED_ROWS, n_threads, route=route))
     else:
-        game = InterventionalGame(ensemble, call.background, family, parameters,
-                                  math.inf if call.dask else call.n_rows, n_threads, route=route)
-    if call.dask and len(game.groups) == 1:
-        game._summary(0, n_threads)
+        game = InterventionalGame(ensemble, call.background, family, parameters, n_rows,
+                                  n_threads, route=route)
+    if not math.isfinite(n_rows) and len(game.groups) == 1:
+        game._summary(0, n_threads)  # once, before the game is shipped
     # a summary group's tables are rebuilt per block when there are several:
     # blocks of many rows (bounded by memory)
     return map_rows(call, game_values, game=game, trailing_shape=call.trailing_shape(

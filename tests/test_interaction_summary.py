@@ -93,7 +93,7 @@ def test_blocks_stay_within_the_memory_bound(monkeypatch):
     """Each block's matrices (and its sums' temporaries) stay under the bound:
     the summary never holds more rows than one block."""
     model, X = MODELS["sklearn"]
-    monkeypatch.setattr(interactions_module, "_SUMMARY_BLOCK_BYTES", 3 * 8 * 7 * 7 * 40)
+    monkeypatch.setattr(local, "BLOCK_BYTES", 3 * 8 * 7 * 7 * 40)
     seen = []
     original = interactions_module.interaction_sums
 

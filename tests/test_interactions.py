@@ -17,6 +17,7 @@ from sklearn_r2shap import (
     shap_values,
     to_ensemble,
 )
+from sklearn_r2shap._execution import local as _local
 from sklearn_r2shap._games import interactions as interaction_games
 from sklearn_r2shap._model._ensemble import TreeArrays, TreeEnsemble
 from sklearn_r2shap.interactions import interaction_values
@@ -517,7 +518,7 @@ def test_dask_blocks_keep_the_output_bounded(monkeypatch):
     ens, X = random_ensemble(seed=11, n_trees=2)
     X = np.repeat(X, 10, axis=0)
     width = ens.n_features + 1
-    monkeypatch.setattr(interactions, "_BLOCK_OUTPUT_BYTES", 8 * width * width * 7)
+    monkeypatch.setattr(_local, "BLOCK_BYTES", 8 * width * width * 7)
     lazy = shap_interaction_values(ens, da.from_array(X, chunks=(50, 5)))
     assert max(lazy.chunks[0]) == 7
     np.testing.assert_array_equal(lazy.compute(scheduler="synchronous"),

@@ -182,6 +182,46 @@ def test_execution_and_below_import_no_public_module():
     assert bad == []
 
 
+# the preparation (which decides the engine) and the public Spark module
+# (whose subject is Spark) are the only modules above the executor that know one
+ENGINE_AWARE = {"sklearn_r2shap._prepare", "sklearn_r2shap._pipeline", "sklearn_r2shap.spark"}
+
+
+def _engine_uses(module, path):
+    """The imports of an engine and the reads of ``.engine`` / ``.dask`` in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names]
+            # dask, pyspark, or an engine module (``from ._execution import dask``)
+            found += [f"{module} imports {name}" for name in names
+                      if name.split(".")[0] in ("dask", "distributed", "pyspark", "spark")]
+        elif isinstance(node, ast.Attribute) and node.attr in ("engine", "dask") and (
+                isinstance(node.value, ast.Name) and node.value.id == "call"):
+            found.append(f"{module} reads call.{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_no_public_module_asks_which_engine_runs():
+    """Public functions and estimators hand their work to the executor's two
+    entries (map_rows, reduce_rows): none imports dask, pyspark or an engine
+    module of the executor, and none reads the call's engine."""
+    mods = _modules()
+    above = [m for m in mods if layer_of(m) >= PUBLIC and m not in ENGINE_AWARE
+             and mods[m].suffix == ".py"]
+    assert "sklearn_r2shap.decomposition" in above and "sklearn_r2shap.interactions" in above
+    found = [use for m in above for use in _engine_uses(m, mods[m])]
+    assert found == []
+
+
+def test_engine_check_finds_an_engine_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from ._execution import dask as _dask\n"
+                      "def f(call):\n    return call.engine\n")
+    assert _engine_uses("m", module) == ["m imports dask", "m reads call.engine (line 3)"]
+
+
 def test_graph_sees_imports_inside_functions(tmp_path):
     """The checker counts an import inside a function (the cycles of issue #22 were
     there): a deliberate lazy upward import is found."""

@@ -23,7 +23,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .. import _groups, _pipeline
 from .._errors import UnsupportedModelError
-from .._execution import dask as _dask
+from .._execution.run import engine_of
 from .._execution.cost import DEFAULT_EXACT_BUDGET
 from .._scores import loss_of
 from ..decomposition import r2_decomposition
@@ -347,7 +347,13 @@ class ShapleyR2Importance(BaseTreeSelector):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        if _dask.is_dask_collection(X):
+        engine = engine_of(X)
+        if engine == "spark":
+            raise TypeError(
+                f"{type(self).__name__}.fit takes rows in memory or a dask collection, not a "
+                "Spark DataFrame: call r2_decomposition(model, df, 'label') on it for the "
+                "shares, or fit on a sample collected to the driver (df.sample(...).toPandas()).")
+        if engine == "dask":
             self._check_dask_fit(fit_params)
             # a dask DataFrame's names and width: those of its empty pandas stand-in
             self._record_input(X._meta if hasattr(X, "_meta") and hasattr(X, "columns") else X)
@@ -363,7 +369,7 @@ class ShapleyR2Importance(BaseTreeSelector):
             if self.max_samples is not None:
                 raise ValueError(f"test={self.test!r} tests every row's term: it cannot be "
                                  "combined with max_samples; use max_samples=None.")
-            if _dask.is_dask_collection(X):
+            if engine == "dask":
                 raise ValueError(f"test={self.test!r} needs every row's term, which the dask "
                                  "decomposition does not keep; decompose in memory (e.g. "
                                  "X.compute() of a sample) or use test=None.")
@@ -550,7 +556,7 @@ class ShapleyR2Importance(BaseTreeSelector):
         elif return_local:
             raise ValueError("local_shares and the tests (test='fpr', 'fwe' or 'fdr') need "
                              "method='qshap': shapFlex shares are not sums of per-row terms.")
-        elif _dask.is_dask_collection(X):
+        elif engine_of(X) == "dask":
             raise ValueError("shapFlex (method='shapflex', or 'auto' for a model Q-SHAP "
                              "cannot decompose) does not accept dask collections; use a tree "
                              "model with Q-SHAP, or X.compute() of a sample.")

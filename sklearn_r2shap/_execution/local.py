@@ -61,15 +61,25 @@ def shows_progress(verbose, estimate):
     return bool(verbose)
 
 
-def block_rows_for(seconds_per_row, *, minimum=1, maximum=1 << 30, seconds=None):
-    """Rows per block: about ``seconds`` (default :data:`BLOCK_SECONDS`) of one thread's
-    work, within ``[minimum, maximum]`` (memory). A function of the model's
-    cost per row only."""
+#: bytes a block's per-row arrays (outputs and temporaries) may hold
+BLOCK_BYTES = 1 << 26
+
+
+def block_rows_for(seconds_per_row, bytes_per_row=0, *, minimum=1, maximum=1 << 30,
+                   seconds=None):
+    """Rows per block: about ``seconds`` (default :data:`BLOCK_SECONDS`) of one
+    thread's work, and no more than :data:`BLOCK_BYTES` of per-row arrays of
+    ``bytes_per_row``, within ``[minimum, maximum]``. A function of the
+    model's cost and memory per row only (as scikit-learn's
+    ``get_chunk_n_rows`` sizes chunks by their memory), never of the threads.
+    """
     seconds = BLOCK_SECONDS if seconds is None else seconds
     if seconds_per_row <= 0:
         rows = maximum
     else:
         rows = int(seconds / seconds_per_row)
+    if bytes_per_row > 0:
+        maximum = min(maximum, max(1, BLOCK_BYTES // int(bytes_per_row)))
     return int(max(minimum, min(maximum, max(1, rows))))
 
 

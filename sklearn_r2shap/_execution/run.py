@@ -1,9 +1,8 @@
 """The two entry points of a public function's work over rows: local blocks, dask or Spark partitions.
 
 :func:`map_rows` (per-row values) takes the prepared call (:class:`~sklearn_r2shap._prepare.Call`:
-the ensemble, the checked rows, the thread count, ``verbose``, whether X is a
-dask collection -- used through its attributes, so this layer imports nothing
-above it) and a block function of the games layer, and runs it either on
+the ensemble, the checked rows, the thread count, ``verbose``, the engine --
+used through its attributes, so this layer imports nothing above it) and a block function of the games layer, and runs it either on
 fixed blocks of rows in memory (:func:`.local.map_blocks`: blocks sized by
 the cost per row, progress, Ctrl-C between blocks), on the partitions of a
 dask collection (:func:`.dask.map_checked_rows`) or on those of a Spark
@@ -37,7 +36,17 @@ from . import dask as _dask
 from . import local as _local
 from . import spark as _spark
 
-__all__ = ["map_rows", "reduce_rows", "reduce_arguments", "progress_of", "estimate_seconds"]
+__all__ = ["map_rows", "reduce_rows", "reduce_arguments", "progress_of", "estimate_seconds",
+           "engine_of"]
+
+
+def engine_of(X):
+    """Where rows X are explained: "spark" (a Spark DataFrame or SparkRows),
+    "dask" (a dask collection) or "local" (in memory), asked without
+    importing either library."""
+    if _spark.is_spark_dataframe(X):
+        return "spark"
+    return "dask" if _dask.is_dask_collection(X) else "local"
 
 
 def estimate_seconds(call, seconds_per_row):
@@ -59,15 +68,27 @@ def _layer_name(desc):
                     .replace("^", "").split()) or None
 
 
-def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None,
-             max_block_rows=1 << 30, row_arguments=None, **kwargs):
+class _Planned:
+    """A block function whose game is planned for the rows of its block (a dask
+    partition, whose row count is known only there)."""
+
+    def __init__(self, function, plan):
+        self.function, self.plan = function, plan
+        self.__name__ = getattr(function, "__name__", "values")
+
+    def __call__(self, ensemble, rows, **kwargs):
+        return self.function(self.plan(ensemble, n_rows=rows.shape[0]), rows, **kwargs)
+
+
+def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None, plan=None,
+             bytes_per_row=0, max_block_rows=1 << 30, row_arguments=None, **kwargs):
     """``function(game, rows, n_threads=..., **kwargs)`` over the call's rows.
 
     Parameters
     ----------
     call : Call
         The prepared call (``ensemble``, ``rows``, ``n_rows``, ``n_jobs``,
-        ``n_threads``, ``verbose``, ``dask``, ``engine``, ``players``).
+        ``n_threads``, ``verbose``, ``engine``, ``players``).
     function : callable
         A block function of the games layer; returns one array row (or a
         tuple of arrays) per row.
@@ -76,15 +97,27 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
         array).
     desc : str
         What is computed: the progress bar's label and the dask layer's name.
-    seconds_per_row : float
-        One thread's seconds per row (``_execution.cost``): the rows per
+    seconds_per_row : float or callable
+        One thread's seconds per row (``_execution.cost``; a callable: of the
+        planned game), the rows per
         block (about :data:`.local.BLOCK_SECONDS` of work, never a function
         of the thread count, so results are bit-identical for any
         ``n_jobs``) and the progress estimate.
     game : object, optional
         What the block function computes on (default: the ensemble).
+    plan : callable, optional
+        ``plan(ensemble, n_rows=...)``, the game planned for a number of rows
+        (importable, e.g. a ``functools.partial`` of a game's constructor):
+        called once for every row in memory or on Spark (whose rows were
+        counted; the game is broadcast), and on each dask partition for its
+        own rows.
+    bytes_per_row : int, default=0
+        The memory of a row's outputs and temporaries: blocks hold at most
+        :data:`.local.BLOCK_BYTES` of them (:func:`.local.block_rows_for`); a
+        dask array is rechunked to blocks of no more rows.
     max_block_rows : int
-        A memory bound on the rows per block (e.g. large per-row outputs).
+        A bound on the rows per block of another kind (e.g. tables rebuilt
+        per block).
     row_arguments : dict of arrays, optional
         Per-row arguments, cut to each block's rows (in memory only).
 
@@ -95,6 +128,10 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
         row blocks; Spark: a lazy DataFrame of the kept columns and the
         values (cut to the players of a grouped ensemble on the executors).
     """
+    if plan is not None and call.engine != "dask":
+        game = plan(call.ensemble, n_rows=call.n_rows)
+    if callable(seconds_per_row):
+        seconds_per_row = seconds_per_row(game) if call.engine != "dask" else 0.0
     if call.engine == "spark":
         if row_arguments and any(v is not None for v in row_arguments.values()):
             raise TypeError(
@@ -110,17 +147,25 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
                                        game=game, name=_layer_name(desc), players=players,
                                        names=call.players if call.players is not None
                                        else call.names, **kwargs)
-    if call.dask:
+    if call.engine == "dask":
         if row_arguments and any(v is not None for v in row_arguments.values()):
             raise TypeError(
                 f"{desc} of a dask collection takes no per-row arguments; compute X (or "
                 "a sample of it) first.")
+        rows = call.rows
+        bound = _local.block_rows_for(0.0, bytes_per_row, maximum=max_block_rows)
+        if hasattr(rows, "rechunk") and bound < (1 << 30):  # blocks bounded in memory
+            known = all(np.isfinite(c) for c in rows.chunks[0])
+            if known and len(rows.chunks[0]) and max(rows.chunks[0]) > bound:
+                rows = rows.rechunk({0: bound})
+        if plan is not None:
+            function = _Planned(function, plan)
         # the collection was checked on an empty stand-in by the preparation
-        return _dask.map_checked_rows(function, call.ensemble, call.rows,
+        return _dask.map_checked_rows(function, call.ensemble, rows,
                                       trailing_shape=trailing_shape, n_jobs=call.n_jobs,
                                       game=game, name=_layer_name(desc), checked=True,
                                       **kwargs)
-    block_rows = _local.block_rows_for(seconds_per_row, maximum=max_block_rows)
+    block_rows = _local.block_rows_for(seconds_per_row, bytes_per_row, maximum=max_block_rows)
     return _local.map_blocks(function, call.ensemble, call.rows, block_rows=block_rows,
                              progress=progress_of(call, desc, seconds_per_row), game=game,
                              row_arguments=row_arguments, n_threads=call.n_threads, **kwargs)

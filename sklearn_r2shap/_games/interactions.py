@@ -165,14 +165,10 @@ class InteractionGame:
         return tables, start_by_leaf
 
 
-def game_values(game, X, *, route=None, n_threads):
+def game_values(game, X, *, n_threads):
     """Block function: the interaction matrices of checked rows X, shape
-    (n_rows, [n_outputs,] n_features + 1, n_features + 1).
-
-    ``game``: an :class:`InteractionGame` (one plan for every block), or an
-    ensemble (a dask partition: planned for these rows, ``route`` as there)."""
-    if not isinstance(game, InteractionGame):
-        game = InteractionGame(game, X.shape[0], route=route)
+    (n_rows, [n_outputs,] n_features + 1, n_features + 1), of an
+    :class:`InteractionGame` (one plan for every block)."""
     ensemble = game.ensemble
     width = ensemble.n_features + 1
     out = np.zeros((X.shape[0], ensemble.n_outputs, width, width))

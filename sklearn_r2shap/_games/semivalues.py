@@ -497,16 +497,12 @@ def semivalue_game(ensemble, rule_of, n_rows, route=None):
 
 
 
-def uniform_semivalues(game, X, *, points=None, weights=None, rule_of=None, route=None,
-                       n_threads):
+def uniform_semivalues(game, X, *, n_threads):
     """sum_l w_l grad F_x(t_l 1) for every row: tabulated for shallow leaves
     and many rows, by the per-row quadrature kernel otherwise (same values).
 
-    ``game``: a :class:`SemivalueGame` (tables kept across blocks), or an
-    ensemble with ``points`` and ``weights`` (and optionally ``rule_of`` and
-    ``route``; tables for these rows only)."""
-    if not isinstance(game, SemivalueGame):
-        game = SemivalueGame(game, points, weights, rule_of=rule_of, route=route)
+    ``game``: a :class:`SemivalueGame` (:func:`semivalue_game`; tables kept
+    across blocks)."""
     return with_expected_value(game.ensemble, game.values(X, n_threads))
 
 
