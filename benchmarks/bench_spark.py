@@ -22,10 +22,16 @@ The issue's workload is ``--rows 1000000 --features 20 --trees 200
 --depth 6``; the defaults are small. Run::
 
     python benchmarks/bench_spark.py [--rows 20000] [--features 20] [--trees 200]
-        [--depth 6] [--cores 2] [--partitions 4] [--skip shap]
+        [--depth 6] [--cores 2] [--partitions 4] [--skip shap] [--r2-rows 0]
+        [--r2-trees 20] [--r2-depth 4]
 
-The R^2 shares of a Spark DataFrame are not on Spark yet (doc page "Spark");
-that part of the issue's benchmark is left for the reduce entry.
+With ``--r2-rows N``, the R^2 shares of N rows (a label column computed by
+Spark from the features) by a second model (``--r2-trees`` trees of depth
+``--r2-depth``; the exact decomposition costs far more per row than SHAP
+values), on Spark and on a dask ``LocalCluster`` of as many single-thread
+workers as cores, with the peak memory of this (the driver's, the client's)
+Python process above its level before the call, sampled every 10 ms. The
+issue's workload is ``--r2-rows 10000000``.
 """
 import argparse
 import platform
@@ -44,6 +50,10 @@ def arguments():
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--train-rows", type=int, default=20_000)
     parser.add_argument("--skip", default="", help="comma-separated: xgboost, shap")
+    parser.add_argument("--r2-rows", type=int, default=0,
+                        help="rows of the R^2 decomposition on Spark and dask (0: none)")
+    parser.add_argument("--r2-trees", type=int, default=20)
+    parser.add_argument("--r2-depth", type=int, default=4)
     return parser.parse_args()
 
 
@@ -57,6 +67,86 @@ def timed(label, run):
     seconds = time.perf_counter() - start
     print(f"{label:<40s} {seconds:9.2f} s", flush=True)
     return seconds, value
+
+
+class PeakMemory:
+    """The peak resident memory of this process above its level at the start,
+    sampled every 10 ms by a thread (psutil)."""
+
+    def __enter__(self):
+        import threading
+
+        import psutil
+
+        self.process = psutil.Process()
+        self.start = self.peak = self.process.memory_info().rss
+        self.running = True
+
+        def sample():
+            while self.running:
+                self.peak = max(self.peak, self.process.memory_info().rss)
+                time.sleep(0.01)
+
+        self.thread = threading.Thread(target=sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+
+    @property
+    def megabytes(self):
+        return (self.peak - self.start) / 2 ** 20
+
+
+def r2_comparison(spark, args, names):
+    """R^2 shares of the same rows on Spark and on dask, time and driver memory."""
+    import dask.array as da
+    import xgboost
+    from dask.distributed import Client, LocalCluster
+    from pyspark.sql import functions as F
+
+    import sklearn_r2shap as sr
+    from sklearn_r2shap.spark import SparkRows
+
+    rng = np.random.default_rng(1)
+    X_train = rng.uniform(size=(args.train_rows, args.features))
+    model = xgboost.XGBRegressor(n_estimators=args.r2_trees, max_depth=args.r2_depth,
+                                 n_jobs=args.cores, random_state=0)
+    model.fit(X_train, target(X_train) + rng.normal(scale=0.1, size=args.train_rows))
+    booster = model.get_booster()
+    booster.feature_names = names
+    label = (F.col("x0") * F.col("x1") + F.sin(3 * F.col("x2")) + F.col("x3") ** 2
+             + 0.1 * F.randn(seed=99))
+    df = (spark.range(args.r2_rows, numPartitions=args.partitions)
+          .select(*[F.rand(seed=j).alias(name) for j, name in enumerate(names)])
+          .withColumn("label", label).cache())
+    df.count()
+    with PeakMemory() as memory:
+        seconds, result = timed(f"r2_decomposition on Spark ({args.r2_rows} rows)",
+                                lambda: sr.r2_decomposition(booster, SparkRows(df), "label"))
+    rows = {"Spark": (seconds, memory.megabytes, result)}
+    df.unpersist()
+
+    with LocalCluster(n_workers=args.cores, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        chunk = -(-args.r2_rows // args.partitions)
+        X = da.random.default_rng(7).uniform(size=(args.r2_rows, args.features),
+                                             chunks=(chunk, args.features)).persist()
+        noise = da.random.default_rng(8).normal(scale=0.1, size=args.r2_rows,
+                                                chunks=chunk)
+        y = (X[:, 0] * X[:, 1] + da.sin(3 * X[:, 2]) + X[:, 3] ** 2 + noise).persist()
+        with PeakMemory() as memory:
+            seconds, result = timed(f"r2_decomposition on dask ({args.r2_rows} rows)",
+                                    lambda: sr.r2_decomposition(booster, X, y))
+        rows["dask"] = (seconds, memory.megabytes, result)
+    print(f"\nR^2 shares of {args.r2_rows} rows x {args.features} features, XGBoost "
+          f"{args.r2_trees} trees of depth {args.r2_depth}, {args.cores} cores\n")
+    print("| engine | seconds | driver peak memory above idle (MB) | R^2 |\n|---|---|---|---|")
+    for engine, (seconds, megabytes, result) in rows.items():
+        print(f"| {engine} | {seconds:.2f} | {megabytes:.1f} | {result.score:.4f} |")
+    print(f"Spark / dask time: {rows['Spark'][0] / rows['dask'][0]:.2f}")
 
 
 def column_sums(df, columns):
@@ -167,6 +257,8 @@ def main():
     for label, seconds in rows.items():
         print(f"| {label} | {seconds:.2f} | {args.rows / seconds:,.0f} | "
               f"{seconds / seconds_ours:.2f}x |")
+    if args.r2_rows:
+        r2_comparison(spark, args, names)
     spark.stop()
 
 

@@ -192,8 +192,7 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
     is_dask = _dask.is_dask_collection(X)
     is_spark = _spark.is_spark_dataframe(X)
     if (is_dask or is_spark) and in_memory is not None:
-        raise ValueError(in_memory.replace("dask collection", "Spark DataFrame")
-                         if is_spark else in_memory)
+        raise ValueError(in_memory)
     if is_spark:
         if _pipeline.has_transformers(model):
             raise ValueError(

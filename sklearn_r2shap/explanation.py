@@ -401,9 +401,10 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
                          "values; pass background=None with it.")
     call = prepare(model, X, feature_groups=feature_groups, background=background, n_jobs=n_jobs,
                    verbose=verbose, in_memory=(
-                       "explain() holds its rows in memory; pass X.compute() of the rows to "
-                       "explain, or use shap_values on the dask collection (a lazy dask "
-                       "array)."))
+                       "explain() holds its rows in memory; pass the rows to explain in "
+                       "memory (a dask collection: X.compute(); a Spark DataFrame: a sample "
+                       "collected with toPandas()), or use shap_values, which returns a lazy "
+                       "dask array or Spark DataFrame of the values."))
     ensemble = call.ensemble
     phi = semivalues_of(call)
     game = "interventional" if background is not None else "path-dependent"

@@ -31,6 +31,7 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.utils import check_array
 
 from . import _pipeline
+from ._execution.run import engine_of
 from ._model import UnsupportedModelError, is_tree_model, to_ensemble
 from ._scores import ShapFlexDecomposition, check_target
 from ._validation import column_names, n_rows_features
@@ -387,7 +388,12 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     >>> result.feature_names[np.argmax(result.shares)]
     'bmi'
     """
-
+    if engine_of(X) != "local":
+        raise ValueError(
+            "shapflex_decomposition needs X in memory (it regresses y on every row's SHAP "
+            "values); pass the rows in memory (a dask collection: X.compute(); a Spark "
+            "DataFrame: a sample collected with toPandas()), or use r2_decomposition, which "
+            "decomposes dask collections and Spark DataFrames where they are.")
     names = column_names(X)
     n_rows, n_features = n_rows_features(X)
     y, weight, _ = check_target(y, n_rows, sample_weight)

@@ -367,3 +367,16 @@ def test_classifier_shares_and_argument_errors(spark):
             "label", F.when(F.col("id") == 7, F.lit(None)).otherwise(F.col("label"))), "label")
     with pytest.raises(ValueError, match="return_local=True is not supported for a Spark"):
         sr.r2_decomposition(model, df, "label", return_local=True)
+
+
+def test_functions_that_need_rows_in_memory_say_so(spark, regressor):
+    """explain, shapflex_decomposition and the selectors hold their rows in
+    memory: a Spark DataFrame is refused with what to do instead."""
+    model, frame = regressor
+    df = spark_frame(spark, frame, (150,), extra={"label": data()[1]})
+    with pytest.raises(ValueError, match="Spark DataFrame: a sample collected"):
+        sr.explain(model, df)
+    with pytest.raises(ValueError, match="shapflex_decomposition needs X in memory"):
+        sr.shapflex_decomposition(model, df, "label")
+    with pytest.raises(TypeError, match="not a Spark DataFrame"):
+        sr.ShapleyR2Importance(model, prefit=True).fit(df, "label")
