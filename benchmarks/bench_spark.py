@@ -25,6 +25,10 @@ The issue's workload is ``--rows 1000000 --features 20 --trees 200
         [--depth 6] [--cores 2] [--partitions 4] [--skip shap] [--r2-rows 0]
         [--r2-trees 20] [--r2-depth 4]
 
+In a virtual environment, point Spark's Python workers at it
+(``PYSPARK_PYTHON=$VIRTUAL_ENV/bin/python``): Spark refuses workers of
+another Python minor version.
+
 With ``--r2-rows N``, the R^2 shares of N rows (a label column computed by
 Spark from the features) by a second model (``--r2-trees`` trees of depth
 ``--r2-depth``; the exact decomposition costs far more per row than SHAP
