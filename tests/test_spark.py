@@ -380,3 +380,48 @@ def test_functions_that_need_rows_in_memory_say_so(spark, regressor):
         sr.shapflex_decomposition(model, df, "label")
     with pytest.raises(TypeError, match="not a Spark DataFrame"):
         sr.ShapleyR2Importance(model, prefit=True).fit(df, "label")
+
+
+def test_ctrl_c_cancels_our_jobs_and_leaves_none_running(spark, regressor):
+    """Ctrl-C during a sum over rows: KeyboardInterrupt at once, no job left
+    running (pyspark's own handler lets running Python tasks finish; ours
+    cancels the call's job group with its tasks interrupted), the caller's
+    job group restored, and the session runs the next job."""
+    import os
+    import signal
+    import threading
+    import time
+
+    model, frame = regressor
+    df = spark.range(50_000_000, numPartitions=4).select(
+        *[F.rand(seed=j).alias(name) for j, name in enumerate(FEATURES)]).withColumn(
+        "label", F.col("x0"))
+    tracker = spark.sparkContext.statusTracker()
+    sent = {}
+
+    def interrupt_once_python_tasks_run():
+        # the call's first job counts the rows (in the JVM, which cancels at
+        # once); its second runs Python tasks (the first pass, mapInArrow)
+        seen, deadline = set(), time.monotonic() + 60
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen.update(tracker.getActiveJobsIds())
+            time.sleep(0.02)
+        time.sleep(1.0)
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    spark.sparkContext.setJobGroup("the-callers-group", "a caller's job group")
+    try:
+        threading.Thread(target=interrupt_once_python_tasks_run, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            sr.r2_decomposition(model, df, "label")
+        raised = time.monotonic() - sent["at"]
+        while tracker.getActiveJobsIds() and time.monotonic() - sent["at"] < 30:
+            time.sleep(0.05)
+        stopped = time.monotonic() - sent["at"]
+        assert raised < 2 and stopped < 3, (raised, stopped)
+        assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") == "the-callers-group"
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        spark.sparkContext.setLocalProperty("spark.job.description", None)
+    assert spark.range(10).count() == 10

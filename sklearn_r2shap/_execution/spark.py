@@ -44,8 +44,10 @@ touches it.
 Layer: execution. Imports the ground floor and ``_model``; never a game, a
 public module or an estimator.
 """
+import contextlib
 import pickle
 import sys
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
@@ -238,9 +240,39 @@ def argument_column(rows, values, what):
     return values
 
 
+@contextlib.contextmanager
+def cancelled_on_interrupt(frame, description):
+    """Run the Spark actions inside as one job group that Ctrl-C (or any other
+    error) cancels, its running tasks interrupted.
+
+    pyspark's own SIGINT handler cancels the jobs but lets their running
+    tasks finish (a Python task is not interrupted), so that a job would
+    run on after the KeyboardInterrupt; the group is cancelled with
+    ``interruptOnCancel=True``, which stops them. The caller's job group is
+    restored afterwards.
+    """
+    context = _spark_context(frame)
+    previous = [context.getLocalProperty(key) for key in _JOB_PROPERTIES]
+    group = f"sklearn_r2shap-{uuid.uuid4().hex}"
+    context.setJobGroup(group, f"sklearn_r2shap: {description}", interruptOnCancel=True)
+    try:
+        yield
+    except BaseException:
+        context.cancelJobGroup(group)
+        raise
+    finally:
+        for key, value in zip(_JOB_PROPERTIES, previous):
+            context.setLocalProperty(key, value)
+
+
+# the local properties a job group sets
+_JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
 def count_rows(rows):
     """The number of rows (one Spark job)."""
-    return int(rows.frame.count())
+    with cancelled_on_interrupt(rows.frame, "counting the rows"):
+        return int(rows.frame.count())
 
 
 # ----------------------------------------------------------------------------
@@ -539,8 +571,9 @@ def partition_lengths(frame):
     """The row counts of a Spark DataFrame's partitions, in partition order
     (one Spark job; an empty partition counts 0)."""
     _import_pyspark()
-    counts = dict(_batches(frame.select(frame.columns[:1]) if frame.columns else frame,
-                           _PartitionLength(), "partition int, rows long").collect())
+    with cancelled_on_interrupt(frame, "counting the rows of each partition"):
+        counts = dict(_batches(frame.select(frame.columns[:1]) if frame.columns else frame,
+                               _PartitionLength(), "partition int, rows long").collect())
     return [int(counts.get(k, 0)) for k in range(frame.rdd.getNumPartitions())]
 
 
@@ -629,7 +662,8 @@ def reduce_statistics(function, rows, *, ensemble=None, game=None, columns=(),
                broadcast(_spark_context(frame), payload, _payload_name(payload)))
     collect = _PartitionStatistics(shipped, game is not None, function, input_cols, columns,
                                    starts, kwargs)
-    parts = _batches(frame, collect, "partition int, statistics binary").collect()
+    with cancelled_on_interrupt(frame, getattr(function, "__name__", "sums over rows")):
+        parts = _batches(frame, collect, "partition int, statistics binary").collect()
     level = [pickle.loads(row["statistics"])
              for row in sorted(parts, key=lambda row: row["partition"])]
     if not level:
