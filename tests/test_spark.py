@@ -392,6 +392,9 @@ def test_ctrl_c_cancels_our_jobs_and_leaves_none_running(spark, regressor):
     import threading
     import time
 
+    if tuple(int(part) for part in pyspark.__version__.split(".")[:2]) < (4, 2):
+        pytest.skip("pyspark < 4.2: its own SIGINT handler calls the JVM from inside a py4j "
+                    "read (a reentrant call) and breaks the session's connection")
     model, frame = regressor
     df = spark.range(50_000_000, numPartitions=4).select(
         *[F.rand(seed=j).alias(name) for j, name in enumerate(FEATURES)]).withColumn(
