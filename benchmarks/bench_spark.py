@@ -104,23 +104,31 @@ class PeakMemory:
         return (self.peak - self.start) / 2 ** 20
 
 
+def fitted_model(args, names, trees, depth, seed):
+    """An XGBoost regressor of ``trees`` trees of ``depth`` fitted in memory on
+    ``--train-rows`` rows, and its booster with the feature names."""
+    import xgboost
+
+    rng = np.random.default_rng(seed)
+    X_train = rng.uniform(size=(args.train_rows, args.features))
+    model = xgboost.XGBRegressor(n_estimators=trees, max_depth=depth, n_jobs=args.cores,
+                                 random_state=0)
+    model.fit(X_train, target(X_train) + rng.normal(scale=0.1, size=args.train_rows))
+    booster = model.get_booster()
+    booster.feature_names = names
+    return model, booster
+
+
 def r2_comparison(spark, args, names):
     """R^2 shares of the same rows on Spark and on dask, time and driver memory."""
     import dask.array as da
-    import xgboost
     from dask.distributed import Client, LocalCluster
     from pyspark.sql import functions as F
 
     import sklearn_r2shap as sr
     from sklearn_r2shap.spark import SparkRows
 
-    rng = np.random.default_rng(1)
-    X_train = rng.uniform(size=(args.train_rows, args.features))
-    model = xgboost.XGBRegressor(n_estimators=args.r2_trees, max_depth=args.r2_depth,
-                                 n_jobs=args.cores, random_state=0)
-    model.fit(X_train, target(X_train) + rng.normal(scale=0.1, size=args.train_rows))
-    booster = model.get_booster()
-    booster.feature_names = names
+    _, booster = fitted_model(args, names, args.r2_trees, args.r2_depth, seed=1)
     label = (F.col("x0") * F.col("x1") + F.sin(3 * F.col("x2")) + F.col("x3") ** 2
              + 0.1 * F.randn(seed=99))
     df = (spark.range(args.r2_rows, numPartitions=args.partitions)
@@ -177,13 +185,7 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
     names = [f"x{j}" for j in range(args.features)]
 
-    rng = np.random.default_rng(0)
-    X_train = rng.uniform(size=(args.train_rows, args.features))
-    model = xgboost.XGBRegressor(n_estimators=args.trees, max_depth=args.depth,
-                                 n_jobs=args.cores, random_state=0)
-    model.fit(X_train, target(X_train) + rng.normal(scale=0.1, size=args.train_rows))
-    booster = model.get_booster()
-    booster.feature_names = names
+    model, booster = fitted_model(args, names, args.trees, args.depth, seed=0)
 
     df = (spark.range(args.rows, numPartitions=args.partitions)
           .select("id", *[F.rand(seed=j).alias(name) for j, name in enumerate(names)])

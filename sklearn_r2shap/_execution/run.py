@@ -1,9 +1,10 @@
 """The two entry points of a public function's work over rows: local blocks, dask or Spark partitions.
 
-:func:`map_rows` (per-row values) takes the prepared call (:class:`~sklearn_r2shap._prepare.Call`:
-the ensemble, the checked rows, the thread count, ``verbose``, the engine --
-used through its attributes, so this layer imports nothing above it) and a block function of the games layer, and runs it either on
-fixed blocks of rows in memory (:func:`.local.map_blocks`: blocks sized by
+:func:`map_rows` (per-row values) takes the prepared call
+(:class:`~sklearn_r2shap._prepare.Call`: the ensemble, the checked rows, the
+thread count, ``verbose``, the engine -- used through its attributes, so
+this layer imports nothing above it) and a block function of the games
+layer, and runs it either on fixed blocks of rows in memory (:func:`.local.map_blocks`: blocks sized by
 the cost per row, progress, Ctrl-C between blocks), on the partitions of a
 dask collection (:func:`.dask.map_checked_rows`) or on those of a Spark
 DataFrame (:func:`.spark.map_checked_rows`: a Spark DataFrame of the kept
