@@ -16,7 +16,7 @@ Methods (none tuned per data set):
 - ``r2shap_rfecv_cf_one_se`` / ``_best``: the same with the ranking cross-fitted inside each
   fold's training rows (``ranking_cv=--rfe-ranking-cv``, default 3);
 - ``r2shap_rfecv_ho_one_se`` / ``_best``: the same with the ranking by held-out shares of one
-  inner split of each fold's training rows (``ranking_cv=--rfe-ranking-holdout``, default
+  inner split of each fold's training rows (``ranking_test_size=--rfe-ranking-holdout``, default
   0.5: half the rows fit the ranking model, half are decomposed; ``random_state=seed``);
 - ``r2shap_rfecv_ho_lcb_one_se`` / ``_best``: an experiment, not an option of the estimator: the
   held-out ranking with each step's shares replaced by share - 1 standard error (the pooled
@@ -112,7 +112,7 @@ def parse_args(argv=None):
     parser.add_argument("--rfe-ranking-cv", type=int, default=3,
                         help="ranking_cv of the r2shap_rfecv_cf methods (cross-fitted ranking)")
     parser.add_argument("--rfe-ranking-holdout", type=float, default=0.5,
-                        help="ranking_cv of the r2shap_rfecv_ho methods (held-out ranking: "
+                        help="ranking_test_size of the r2shap_rfecv_ho methods (held-out ranking: "
                              "the fraction of each fold's training rows held out)")
     parser.add_argument("--null-tasks", nargs="*", default=["regression", "classification"])
     parser.add_argument("--peer-venvs", default="/work/peer-venvs")
@@ -231,8 +231,8 @@ def _lower_bound_rfecv():
     from sklearn_r2shap._estimators.rfecv import _Scored
 
     class LowerBoundRFECV(ShapleyR2RFECV):
-        def _fit_step(self, X, y, weight, features, scored_like=None, **kwargs):
-            step = super()._fit_step(X, y, weight, features, scored_like, **kwargs)
+        def _fit_step(self, rows, features, scored_like=None, **kwargs):
+            step = super()._fit_step(rows, features, scored_like, **kwargs)
             if not isinstance(step, _Scored):
                 step.feature_importances_ = (np.asarray(step.feature_importances_)
                                              - np.asarray(step.std_errors_))
@@ -255,12 +255,13 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3, holdout=0.5
                                                       n_jobs=threads)
     else:
         step = int(step) if step >= 1 else step
-        ranking = {"r2shap_rfecv_cf": ranking_cv, "r2shap_rfecv_ho": holdout,
-                   "r2shap_rfecv_ho_lcb": holdout}.get(group)
+        ranking = ({"ranking_cv": ranking_cv} if group == "r2shap_rfecv_cf" else
+                   {"ranking_test_size": holdout} if group.startswith("r2shap_rfecv_ho")
+                   else {})
         cls = LowerBoundRFECV if group == "r2shap_rfecv_ho_lcb" else sklearn_r2shap.ShapleyR2RFECV
         selector = cls(
-            model, step=step, selection_rule="one_se", n_jobs=threads, ranking_cv=ranking,
-            random_state=seed)
+            model, step=step, selection_rule="one_se", n_jobs=threads, random_state=seed,
+            **ranking)
     start = time.perf_counter()
     selector.fit(X, y)
     elapsed = time.perf_counter() - start
@@ -271,17 +272,19 @@ def run_ours(group, X, y, task, seed, threads, step=1, ranking_cv=3, holdout=0.5
     # count, as ShapleyR2RFECV(selection_rule="best").fit does; its time is taken as
     # the one_se fit's (the same folds, and a shorter elimination on all rows).
     from sklearn_r2shap._estimators._stats import choose_n_features
+    from sklearn_r2shap._estimators.rfecv import _Rows
 
     results = selector.cv_results_
     folds = np.array([results[k] for k in results
                       if k.startswith("split") and k.endswith("_test_score")]).T
     counts = results["n_feature_groups"]  # the units eliminated (here the features)
     count = int(counts[choose_n_features(counts, folds, "best")])
-    _, _, last = selector._eliminate(X, y, None, count,
+    _, _, last = selector._eliminate(_Rows(X, y, None, {}, None, {}), count,
                                      ranking_cv=selector._final_ranking_cv)
     extra = {"n_features_curve": results["n_features"].tolist(),
              "mean_test_score": results["mean_test_score"].tolist(), "step": step,
-             "ranking_cv": selector.ranking_cv}
+             "ranking_cv": selector.ranking_cv,
+             "ranking_test_size": selector.ranking_test_size}
     return ({f"{group}_one_se": np.flatnonzero(selector.support_).tolist(),
              f"{group}_best": sorted(int(j) for j in last)}, elapsed, extra)
 

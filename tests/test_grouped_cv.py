@@ -243,9 +243,9 @@ def test_rfecv_ranking_cv_splits_get_the_groups_of_the_rows_they_split():
 
 
 @pytest.mark.parametrize("classifier", [False, True])
-def test_rfecv_float_ranking_cv_holds_out_whole_groups(classifier):
+def test_rfecv_ranking_test_size_holds_out_whole_groups(classifier):
     X, y, groups = _data(classifier)
-    selector = ShapleyR2RFECV(_model(X, classifier), cv=GroupKFold(3), ranking_cv=0.3,
+    selector = ShapleyR2RFECV(_model(X, classifier), cv=GroupKFold(3), ranking_test_size=0.3,
                               random_state=0, n_jobs=1).fit(X, y, groups=groups)
     assert isinstance(selector._final_ranking_cv, GroupShuffleSplit)
     n_outer = len({rows for rows, _ in _FITS})
@@ -253,7 +253,7 @@ def test_rfecv_float_ranking_cv_holds_out_whole_groups(classifier):
     _check_fits(groups)
     # without groups: splits of rows, which cut groups (so the check above can fail)
     _FITS.clear()
-    plain = ShapleyR2RFECV(_model(X, classifier), cv=3, ranking_cv=0.3, random_state=0,
+    plain = ShapleyR2RFECV(_model(X, classifier), cv=3, ranking_test_size=0.3, random_state=0,
                            n_jobs=1).fit(X, y)
     assert type(plain._final_ranking_cv) is (StratifiedShuffleSplit if classifier
                                              else ShuffleSplit)

@@ -103,7 +103,7 @@ def test_whole_groups_are_kept_and_the_elimination_is_the_reference():
 
 
 @pytest.mark.parametrize("params", [{}, {"step": 2}, {"ranking_cv": 3},
-                                    {"ranking_cv": 0.4, "random_state": 0},
+                                    {"ranking_test_size": 0.4, "random_state": 0},
                                     {"selection_rule": "best", "min_features_to_select": 2}])
 def test_singleton_groups_are_the_selection_without_groups(params):
     model = DecisionTreeRegressor(max_depth=4, random_state=0)

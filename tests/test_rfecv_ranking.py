@@ -1,4 +1,4 @@
-"""ShapleyR2RFECV's rankings inside the folds: ``ranking_cv`` a float, the held-out
+"""ShapleyR2RFECV's rankings inside the folds: ``ranking_test_size``, the held-out
 shares of one inner split of the training rows. References: a plain loop of fits
 and r2_decomposition of the inner model on the inner held-out rows, and
 scikit-learn's ShuffleSplit / StratifiedShuffleSplit seeded by draws from
@@ -25,17 +25,17 @@ def _split_rows_not_weights(estimator):
         "check_sample_weight_equivalence_on_sparse_data": "as on dense data.",
         "check_fit2d_1feature": (
             "10 rows: a fold's inner held-out part (3-4 rows) can have a constant y, on "
-            "which R^2 is not defined; refused by an error that names ranking_cv (tested "
+            "which R^2 is not defined; refused by an error that names ranking_test_size (tested "
             "below), not by the number of features."
         ),
     }
 
 
 @parametrize_with_checks([
-    ShapleyR2RFECV(DecisionTreeRegressor(max_depth=3, random_state=0), cv=3, ranking_cv=0.5,
+    ShapleyR2RFECV(DecisionTreeRegressor(max_depth=3, random_state=0), cv=3, ranking_test_size=0.5,
                    random_state=0, n_jobs=1),
     ShapleyR2RFECV(DecisionTreeClassifier(max_depth=3, random_state=0), cv=3, step=0.5,
-                   ranking_cv=0.4, random_state=0, n_jobs=1)],
+                   ranking_test_size=0.4, random_state=0, n_jobs=1)],
     expected_failed_checks=_split_rows_not_weights)
 def test_sklearn_compatible_with_held_out_ranking(estimator, check):
     check(estimator)
@@ -87,7 +87,7 @@ def test_held_out_ranking_is_a_plain_loop_of_inner_splits():
     X, y = _data(3)
     model = DecisionTreeRegressor(max_depth=4, min_samples_leaf=5, random_state=0)
     cv = KFold(3, shuffle=True, random_state=0)
-    ours = ShapleyR2RFECV(model, cv=cv, ranking_cv=0.4, random_state=7, n_jobs=1).fit(X, y)
+    ours = ShapleyR2RFECV(model, cv=cv, ranking_test_size=0.4, random_state=7, n_jobs=1).fit(X, y)
     results = ours.cv_results_
     seeds = _seeds(7, 4)  # the three folds' eliminations, then the one on all rows
     for k, (train, test) in enumerate(cv.split(X, y)):
@@ -119,8 +119,8 @@ def test_held_out_shares_of_noise_are_centred_at_or_below_zero():
     for seed in range(8):
         rng = np.random.default_rng(seed)
         X, y = rng.normal(size=(150, 4)), rng.normal(size=150)
-        for ranking_cv, out in ((None, in_sample), (0.5, held_out)):
-            selector = ShapleyR2RFECV(model, cv=2, ranking_cv=ranking_cv, random_state=seed,
+        for test_size, out in ((None, in_sample), (0.5, held_out)):
+            selector = ShapleyR2RFECV(model, cv=2, ranking_test_size=test_size, random_state=seed,
                                       min_features_to_select=4, n_jobs=1).fit(X, y)
             out.append(selector.feature_importances_)
     assert np.all(np.asarray(in_sample).sum(axis=1) > 0)
@@ -132,7 +132,7 @@ def test_classifier_inner_split_is_stratified():
     X = rng.normal(size=(160, 5))
     y = (X[:, 0] + 0.5 * rng.normal(size=160) > 1.0).astype(int)  # unbalanced classes
     model = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0)
-    ours = ShapleyR2RFECV(model, cv=2, ranking_cv=0.3, random_state=1, n_jobs=1,
+    ours = ShapleyR2RFECV(model, cv=2, ranking_test_size=0.3, random_state=1, n_jobs=1,
                           min_features_to_select=5).fit(X, y)
     splitter = ours._final_ranking_cv
     assert isinstance(splitter, StratifiedShuffleSplit)
@@ -147,7 +147,7 @@ def test_classifier_inner_split_is_stratified():
 def test_held_out_ranking_is_deterministic_and_the_same_for_any_n_jobs():
     X, y = _data(5, n=300, n_noise=6)
     model = GradientBoostingRegressor(n_estimators=25, max_depth=3, random_state=0)
-    fits = [ShapleyR2RFECV(model, cv=3, step=2, ranking_cv=0.5, random_state=0,
+    fits = [ShapleyR2RFECV(model, cv=3, step=2, ranking_test_size=0.5, random_state=0,
                            n_jobs=n_jobs).fit(X, y) for n_jobs in (1, 2, 2)]
     for other in fits[1:]:
         np.testing.assert_array_equal(other.support_, fits[0].support_)
@@ -157,24 +157,53 @@ def test_held_out_ranking_is_deterministic_and_the_same_for_any_n_jobs():
         for key, value in fits[0].cv_results_.items():
             np.testing.assert_array_equal(other.cv_results_[key], value, err_msg=key)
     # another random_state: other inner rows, other shares
-    other = ShapleyR2RFECV(model, cv=3, step=2, ranking_cv=0.5, random_state=1,
+    other = ShapleyR2RFECV(model, cv=3, step=2, ranking_test_size=0.5, random_state=1,
                            n_jobs=1, min_features_to_select=X.shape[1]).fit(X, y)
-    same = ShapleyR2RFECV(model, cv=3, step=2, ranking_cv=0.5, random_state=0,
+    same = ShapleyR2RFECV(model, cv=3, step=2, ranking_test_size=0.5, random_state=0,
                           n_jobs=1, min_features_to_select=X.shape[1]).fit(X, y)
     assert not np.array_equal(other.feature_importances_, same.feature_importances_)
 
 
-@pytest.mark.parametrize("ranking_cv", [0.0, 1.0, 1.5, -0.3, 0, 1, -2, True, "half",
-                                        float("nan")])
+@pytest.mark.parametrize("ranking_test_size", [0.0, 1.0, 1.5, -0.3, 0, 1, 3, True, "half",
+                                               float("nan")])
+def test_bad_ranking_test_size_is_refused(ranking_test_size):
+    X, y = _data(0, n=60)
+    with pytest.raises(ValueError,
+                       match="The 'ranking_test_size' parameter of ShapleyR2RFECV must be"):
+        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2),
+                       ranking_test_size=ranking_test_size).fit(X, y)
+
+
+@pytest.mark.parametrize("ranking_cv", [0.5, 0.0, 1, -2, True, "half", float("nan")])
 def test_bad_ranking_cv_is_refused(ranking_cv):
+    # a float is a test size: ranking_test_size, not ranking_cv
     X, y = _data(0, n=60)
     with pytest.raises(ValueError, match="The 'ranking_cv' parameter of ShapleyR2RFECV must be"):
         ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), ranking_cv=ranking_cv).fit(X, y)
 
 
+def test_ranking_cv_and_ranking_test_size_together_are_refused():
+    X, y = _data(0, n=60)
+    with pytest.raises(ValueError, match=r"ranking_cv=3 and ranking_test_size=0.5: .* give one"):
+        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), ranking_cv=3,
+                       ranking_test_size=0.5).fit(X, y)
+
+
+def test_a_shuffle_split_ranking_cv_is_cross_fitted_not_named_a_test_size():
+    # a splitter with one split is a ranking_cv (its held-out rows pooled): its errors
+    # are its own, not reworded as ranking_test_size's
+    X = np.arange(8.0).reshape(-1, 1)
+    y = np.array([0.0, 0, 0, 0, 0, 0, 0, 1])
+    with pytest.raises(ValueError) as error:
+        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), cv=2, random_state=0,
+                       ranking_cv=ShuffleSplit(n_splits=1, test_size=0.5, random_state=0)
+                       ).fit(X, y)
+    assert "ranking_test_size" not in str(error.value)
+
+
 def test_constant_y_on_the_inner_held_out_rows_is_refused_by_name():
     X = np.arange(8.0).reshape(-1, 1)
     y = np.array([0.0, 0, 0, 0, 0, 0, 0, 1])
-    with pytest.raises(ValueError, match=r"ranking_cv=0.5: the inner split of .* y is constant"):
-        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), cv=2, ranking_cv=0.5,
+    with pytest.raises(ValueError, match=r"ranking_test_size=0.5: the inner split of .* y is constant"):
+        ShapleyR2RFECV(DecisionTreeRegressor(max_depth=2), cv=2, ranking_test_size=0.5,
                        random_state=0).fit(X, y)

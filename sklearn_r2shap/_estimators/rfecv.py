@@ -10,7 +10,6 @@ which features.
 Layer: estimators. Imports the public functions, ``_selector``, ``_stats`` and the
 layers below; never imported by a public function.
 """
-import numbers
 import time
 from copy import deepcopy
 from numbers import Integral, Real
@@ -134,8 +133,9 @@ class ShapleyR2RFECV(BaseTreeSelector):
     of ``cv`` an elimination runs on the fold's training rows only: fit the
     model on the remaining features, rank them by their shares of the
     model's R^2 (or D^2) on those training rows (:func:`r2_decomposition`;
-    or, with ``ranking_cv``, by held-out shares of one inner split of the
-    training rows, or by shares cross-fitted inside them), and remove all
+    or, with ``ranking_test_size``, by held-out shares of one inner split of
+    the training rows, or with ``ranking_cv`` by shares cross-fitted inside
+    them), and remove all
     features with a negative share at once, else the ``step`` lowest.
     Every step is scored on the fold's held-out rows, which never helped
     choose the features removed before it. The number of features is
@@ -181,27 +181,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         mean score minus its standard error sd / sqrt(K) over the K folds
         (ddof=1). "best": the best mean score (the fewest features among
         equal means), as RFECV.
-    ranking_cv : None, float, int, cross-validation generator or iterable, \
+    ranking_cv : None, int, cross-validation generator or iterable, \
             default=None
         How each step ranks the features, inside the rows it eliminates on
         (a fold's training rows, or all rows for the final elimination):
 
-        - None: by the shares of the model's R^2 / D^2 on the rows it was
-          fitted on (in-sample).
-        - A float in (0, 1): by held-out shares of one inner split. This
-          fraction of the rows is held out (:class:`~sklearn.model_selection.ShuffleSplit`,
-          stratified for a classifier as ``check_cv`` stratifies, seeded by
-          ``random_state``; the same inner rows at every step of an
-          elimination), the model is fitted on the others and its R^2 /
-          D^2 is decomposed on the held-out part, rows it did not see, so
-          that a noise column's share is centred at or below 0 and many
-          leave at once as negative shares. One more fit per step, and the
-          decomposition of fewer rows. The split is of rows: a row of
-          integer weight k is not the same as k repeated rows. With
-          ``groups`` given to ``fit``, it is of the groups instead
-          (:class:`~sklearn.model_selection.GroupShuffleSplit`, this
-          fraction of the groups held out, not stratified): no group has
-          rows on both sides.
+        - None (and no ``ranking_test_size``): by the shares of the model's
+          R^2 / D^2 on the rows it was fitted on (in-sample).
         - An int >= 2 or a splitter: by shares cross-fitted inside the rows
           (:class:`ShapleyR2Importance` with this ``cv``, the held-out folds
           pooled), which costs that many more fits per step.
@@ -210,6 +196,22 @@ class ShapleyR2RFECV(BaseTreeSelector):
         of the model fitted on all the fold's training rows. Which is right
         when: documentation page "Feature selection", "Ranking inside the
         folds" (measured in ``benchmarks/RESULTS.md``, "Default ranking").
+    ranking_test_size : float in (0, 1) or None, default=None
+        Rank each step by held-out shares of one inner split instead
+        (``ranking_cv`` must then be None). This fraction of the rows is
+        held out (:class:`~sklearn.model_selection.ShuffleSplit`,
+        stratified for a classifier as ``check_cv`` stratifies, seeded by
+        ``random_state``; the same inner rows at every step of an
+        elimination), the model is fitted on the others and its R^2 / D^2
+        is decomposed on the held-out part, rows it did not see, so that a
+        noise column's share is centred at or below 0 and many leave at
+        once as negative shares. One more fit per step, and the
+        decomposition of fewer rows. The split is of rows: a row of integer
+        weight k is not the same as k repeated rows. With ``groups`` given
+        to ``fit``, it is of the groups instead
+        (:class:`~sklearn.model_selection.GroupShuffleSplit`, this fraction
+        of the groups held out, not stratified): no group has rows on both
+        sides.
     n_jobs : int, default=None
         Threads of the decomposition kernel (None: all cores). Folds run
         one after the other.
@@ -224,7 +226,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         Seconds the exact algorithm may be expected to take under
         ``algorithm="auto"``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the sampled algorithm and, with a float ``ranking_cv``, the
+        Seeds the sampled algorithm and, with ``ranking_test_size``, the
         inner splits (one draw per elimination: the folds' in turn, then
         the one on all rows). An int gives the same selection at every fit
         and for any ``n_jobs``; None a different inner split at each fit.
@@ -264,12 +266,13 @@ class ShapleyR2RFECV(BaseTreeSelector):
         The model refitted on all rows and the selected features.
     feature_importances_ : ndarray of shape (`n_features_`,) or (`n_feature_groups_`,)
         The selected features' (or groups') shares of ``estimator_``'s R^2 /
-        D^2 on all rows (in-sample; with a float ``ranking_cv``: the held-out
+        D^2 on all rows (in-sample; with ``ranking_test_size``: the held-out
         shares of the model fitted on the inner training rows, on the inner
-        held-out rows; with an int or splitter: cross-fitted).
+        held-out rows; with ``ranking_cv``: cross-fitted).
     decomposition_ : R2Decomposition
         Their decomposition (with ``ranking_cv``: of the held-out rows, pooled
-        over the inner folds; a float: of the inner held-out rows).
+        over the inner folds; with ``ranking_test_size``: of the inner
+        held-out rows).
     cv_results_ : dict of ndarrays
         RFECV's keys, each row a count of players (features, or with
         ``feature_groups`` groups), ascending: ``n_feature_groups`` (the
@@ -354,7 +357,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
         "cv": ["cv_object"],
         "scoring": [None, str, callable],
         "selection_rule": [StrOptions({"one_se", "best"})],
-        "ranking_cv": ["cv_object", Interval(RealNotInt, 0, 1, closed="neither")],
+        "ranking_cv": ["cv_object"],
+        "ranking_test_size": [None, Interval(RealNotInt, 0, 1, closed="neither")],
         "n_jobs": BaseTreeSelector._parameter_constraints["n_jobs"],
         "verbose": BaseTreeSelector._parameter_constraints["verbose"],
         "algorithm": [StrOptions({"auto", "exact", "sampled"})],
@@ -368,7 +372,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
     _routed_methods = ("fit", "score")
 
     def __init__(self, estimator=None, *, step=1, min_features_to_select=1, cv=5,
-                 scoring=None, selection_rule="one_se", ranking_cv=None, n_jobs=None,
+                 scoring=None, selection_rule="one_se", ranking_cv=None,
+                 ranking_test_size=None, n_jobs=None,
                  verbose="auto", algorithm="auto", exact_budget=DEFAULT_EXACT_BUDGET,
                  random_state=None, feature_groups=None):
         self.estimator = estimator
@@ -378,6 +383,7 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self.scoring = scoring
         self.selection_rule = selection_rule
         self.ranking_cv = ranking_cv
+        self.ranking_test_size = ranking_test_size
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.algorithm = algorithm
@@ -397,14 +403,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
     def _add_routes(self, router):
         router.add(splitter=check_cv(self.cv),
                    method_mapping=MethodMapping().add(caller="fit", callee="split"))
-        if self.ranking_cv is not None:
-            ranking_cv = self.ranking_cv
-            if isinstance(ranking_cv, numbers.Real) and not isinstance(ranking_cv,
-                                                                       numbers.Integral):
-                # a float: one split of the groups when groups reach it (``_ranking_splits``)
-                ranking_cv = GroupShuffleSplit(n_splits=1, test_size=float(ranking_cv))
-            else:
-                ranking_cv = check_cv(ranking_cv)
+        if self.ranking_cv is not None or self.ranking_test_size is not None:
+            # ranking_test_size: one split of the groups when groups reach it
+            # (``_ranking_splits``)
+            ranking_cv = (check_cv(self.ranking_cv) if self.ranking_test_size is None else
+                          GroupShuffleSplit(n_splits=1, test_size=self.ranking_test_size))
             router.add(ranking_splitter=ranking_cv,
                        method_mapping=MethodMapping().add(caller="fit", callee="split"))
         if self.scoring is not None:
@@ -414,28 +417,26 @@ class ShapleyR2RFECV(BaseTreeSelector):
     def _ranking_splits(self, y, classifier, grouped=False):
         """The ranking ``cv`` of each elimination, in turn: a generator.
 
-        ``ranking_cv`` None, an int or a splitter: itself for every elimination.
-        A float: one shuffled inner split per elimination (each outer fold's, then
+        Without ``ranking_test_size``: ``ranking_cv`` (None, an int or a splitter)
+        for every elimination. With it: one shuffled inner split per elimination (each outer fold's, then
         the one on all rows; the same inner rows at every step of an elimination)
         holding out that fraction of its rows, stratified for a classifier of a
         class target (as ``check_cv`` stratifies), each seeded by a draw from
         ``random_state``: the splits depend on nothing else (not ``n_jobs``).
-        ``grouped`` (cross-validation ``groups`` given to ``fit``): the float's
+        ``grouped`` (cross-validation ``groups`` given to ``fit``): the
         split is a :class:`~sklearn.model_selection.GroupShuffleSplit` holding
         out that fraction of the groups (not stratified), so that no group has
         rows on both sides; the seeds are the same draws.
         """
-        ranking_cv = self.ranking_cv
-        if not (isinstance(ranking_cv, numbers.Real)
-                and not isinstance(ranking_cv, numbers.Integral)):
+        if self.ranking_test_size is None:
             while True:
-                yield ranking_cv
+                yield self.ranking_cv
         rng = check_random_state(self.random_state)
         stratify = classifier and type_of_target(y) in ("binary", "multiclass")
         splitter = (GroupShuffleSplit if grouped else
                     StratifiedShuffleSplit if stratify else ShuffleSplit)
         while True:
-            yield splitter(n_splits=1, test_size=float(ranking_cv),
+            yield splitter(n_splits=1, test_size=float(self.ranking_test_size),
                            random_state=int(rng.randint(np.iinfo(np.int32).max)))
 
     def _importance(self, feature_groups=None, ranking_cv=None):
@@ -512,14 +513,15 @@ class ShapleyR2RFECV(BaseTreeSelector):
             step._converting_once(lambda: step._fit(
                 X_step, y, weight, {"groups": groups}, rows.model_params, rows.model_weight))
         except ValueError as error:
-            if not isinstance(ranking_cv, (ShuffleSplit, StratifiedShuffleSplit)):
+            if self.ranking_test_size is None:
                 raise
             # e.g. a constant y on a few held-out rows: say which rows
             of = "of its groups" if isinstance(ranking_cv, GroupShuffleSplit) else "of them"
             raise ValueError(
-                f"ranking_cv={self.ranking_cv!r}: the inner split of {_num_samples(y)} rows "
-                f"holds out {ranking_cv.test_size:g} {of} to rank on, and ranking "
-                f"failed: {error} Use a larger ranking_cv, or None.") from error
+                f"ranking_test_size={self.ranking_test_size!r}: the inner split of "
+                f"{_num_samples(y)} rows holds out {ranking_cv.test_size:g} {of} to rank "
+                f"on, and ranking failed: {error} Use a larger ranking_test_size, or "
+                "None.") from error
         self._step_line("fitted on " + (f"{len(features)} features" if players is None else
                                         f"{len(features)} groups ({len(columns)} columns)"),
                         since)
@@ -619,8 +621,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
             :class:`~sklearn.feature_selection.RFECV`: given to ``cv.split``
             (e.g. :class:`~sklearn.model_selection.GroupKFold`), and to the
             splits of ``ranking_cv`` inside each elimination, indexed to the
-            rows it eliminates on (a fold's training rows, then all rows). A
-            float ``ranking_cv`` then holds out that fraction of the groups
+            rows it eliminates on (a fold's training rows, then all rows).
+            ``ranking_test_size`` then holds out that fraction of the groups
             (:class:`~sklearn.model_selection.GroupShuffleSplit`), so that
             rows ranked on never share a group with the rows the model was
             fitted on. Splitters that take no groups ignore them (scikit-learn
@@ -628,8 +630,8 @@ class ShapleyR2RFECV(BaseTreeSelector):
             pass a group splitter). Never passed to the model's ``fit``. Not
             the feature groups (``feature_groups``). With metadata routing
             enabled, routed to ``cv``'s and ``ranking_cv``'s ``split`` by their
-            requests (a group splitter requests them by default; a float
-            ``ranking_cv`` always does).
+            requests (a group splitter requests them by default;
+            ``ranking_test_size``'s split always does).
         **params : dict
             Passed to every ``fit`` of the model (on subsets of the columns, so
             not one that names columns; indexed like the rows when they have one
@@ -643,6 +645,11 @@ class ShapleyR2RFECV(BaseTreeSelector):
         self : ShapleyR2RFECV
         """
         self._check_estimator_refittable()
+        if self.ranking_cv is not None and self.ranking_test_size is not None:
+            raise ValueError(
+                f"ranking_cv={self.ranking_cv!r} and ranking_test_size="
+                f"{self.ranking_test_size!r}: each says how a step ranks the features "
+                "(cross-fitted shares, or held-out shares of one inner split): give one.")
         X, y, sample_weight = self._check_fit_input(X, y, sample_weight, ensure_min_samples=2)
         if groups is not None:
             groups = np.asarray(groups)
