@@ -174,7 +174,7 @@ class SemivalueGame:
 
     def structure(self):
         if self._structure is None:
-            structure = _semivalues.pattern_structure(self.ensemble)
+            structure = _semivalues.pattern_structure(self.ensemble, paths=False)
             leaf_dim = structure["leaf_dim"]
             tree_leaf_start = structure["tree_leaf_start"]
             entries = (1 << np.minimum(leaf_dim, 62)) * leaf_dim
@@ -188,6 +188,15 @@ class SemivalueGame:
             structure["units"] = self._units(structure)
             self._structure = structure
         return self._structure
+
+    def _structure_with_paths(self):
+        """:meth:`structure` with the leaves' paths (``pattern_paths``), which only
+        tables read: made at the first tables (a call of one row of deep trees,
+        all on the quadrature route, never writes them)."""
+        structure = self.structure()
+        if "leaf_feature" not in structure:
+            structure.update(_semivalues.pattern_paths(self.ensemble, structure))
+        return structure
 
     def _units(self, structure):
         """Table units (kernel ``_semivalues``): single-output trees tabulate
@@ -394,9 +403,11 @@ class SemivalueGame:
         table_start = np.concatenate([[0], np.cumsum(units["entries"][selected])]).astype(
             np.int64)
         points, weights, sizes = self.rules
-        tables = _semivalues.pattern_tables(structure, units, selected, table_start,
-                                            points, weights, sizes, units["scale_left"],
-                                            units["scale_right"], n_threads)
+        tables = (_semivalues.pattern_tables(self._structure_with_paths(), units, selected,
+                                             table_start, points, weights, sizes,
+                                             units["scale_left"], units["scale_right"],
+                                             n_threads)
+                  if len(selected) else np.zeros(0))
         start_by_unit = np.full(len(units["leaf"]), -1, dtype=np.int64)
         start_by_unit[selected] = table_start[:-1]
         return tables, start_by_unit
@@ -412,7 +423,7 @@ class SemivalueGame:
         return tables
 
     def _add_tabulated(self, X, trees, tables, table_start, phi, n_threads):
-        structure = self.structure()
+        structure = self._structure_with_paths()
         _semivalues.pattern_semivalues(self.ensemble, X, structure, structure["units"],
                                        np.asarray(trees, dtype=np.int64), tables, table_start,
                                        self.ensemble.n_values == 1, phi, n_threads)

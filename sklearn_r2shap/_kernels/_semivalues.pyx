@@ -532,17 +532,15 @@ cdef object inner_nodes(const Forest* f, const int64_t* node_slot):
     return records, np.asarray(tree_inner)
 
 
-def pattern_structure(ens):
+def pattern_structure(ens, paths=True):
     """Row-independent path structure of every tree.
 
     Returns ``node_slot`` (the bit of the edge's feature in its path's
     pattern), per leaf (all trees, by tree): ``leaf_node`` (global index),
-    ``leaf_dim`` (d), ``leaf_feature_start``, and flat ``leaf_feature`` /
-    ``leaf_ratio`` (feature and R of each bit), ``leaf_edge`` (global index
-    of the node the feature's deepest edge on the path leads to, where a row's
-    X is read), ``tree_leaf_start``, and per node ``node_below_dim``, the
-    largest d of the leaves below it; ``inner_nodes`` and ``tree_inner_start``
-    (``inner_nodes``: ``pattern_semivalues``' patterns for a few rows).
+    ``leaf_dim`` (d), ``tree_leaf_start``, and per node ``node_below_dim``,
+    the largest d of the leaves below it; with ``paths`` also the keys of
+    :func:`pattern_paths` (what tables and most kernels read; a game whose
+    trees all take the quadrature route needs none of them).
     """
     cdef Forest f = forest_from(ens)
     cdef int64_t[::1] node_slot = np.zeros(f.n_nodes, dtype=np.int64)
@@ -564,6 +562,33 @@ def pattern_structure(ens):
                 below[k] = below[p] + 1
     leaf_node = np.flatnonzero(np.asarray(ens.children_left) < 0).astype(np.int64, copy=False)
     leaf_dim = np.asarray(below)[leaf_node]
+    with nogil:
+        for k in range(f.n_nodes - 1, -1, -1):  # preorder: children after parents
+            p = f.parent[k]
+            if p >= 0 and below[k] > below[p]:
+                below[p] = below[k]
+    structure = {
+        "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
+        "tree_leaf_start": np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(
+            np.int64),
+        "node_below_dim": np.asarray(below),
+    }
+    if paths:
+        structure.update(pattern_paths(ens, structure))
+    return structure
+
+
+def pattern_paths(ens, structure):
+    """The paths of the leaves of ``structure`` (:func:`pattern_structure`
+    of ``ens``): ``leaf_feature_start`` and flat ``leaf_feature`` /
+    ``leaf_ratio`` (feature and R of each bit), ``leaf_edge`` (global index
+    of the node the feature's deepest edge on the path leads to, where a row's
+    X is read); ``inner_nodes`` and ``tree_inner_start``
+    (``pattern_semivalues``' patterns for a few rows).
+    """
+    cdef Forest f = forest_from(ens)
+    cdef const int64_t[::1] node_slot = structure["node_slot"]
+    cdef const int64_t[::1] leaf_dim = structure["leaf_dim"]
     leaf_feature_start = np.concatenate([[0], np.cumsum(leaf_dim)]).astype(np.int64)
     n_entries = int(leaf_feature_start[len(leaf_feature_start) - 1])
     # (every entry is written below: slots 0..d-1 all occur on a path of d features)
@@ -577,7 +602,7 @@ def pattern_structure(ens):
     # from each leaf would cost its depth. Each edge entered is stacked with
     # the entry of its slot that it replaced, put back when the walk leaves
     # the edge's subtree.
-    cdef int64_t max_dim = max(1, int(leaf_dim.max(initial=0)))
+    cdef int64_t max_dim = max(1, int(np.asarray(leaf_dim).max(initial=0)))
     cdef int64_t[::1] slot_edge = np.full(max_dim, -1, dtype=np.int64)
     cdef int64_t[::1] slot_feature = np.full(max_dim, -1, dtype=np.int64)
     cdef double[::1] slot_ratio = np.ones(max_dim)
@@ -586,7 +611,7 @@ def pattern_structure(ens):
     cdef int64_t[::1] replaced_edge = np.empty(max_depth, dtype=np.int64)
     cdef int64_t[::1] replaced_feature = np.empty(max_depth, dtype=np.int64)
     cdef double[::1] replaced_ratio = np.empty(max_depth)
-    cdef int64_t n_entered = 0, entry = 0, slot, c
+    cdef int64_t n_entered = 0, entry = 0, leaf = 0, slot, c, k, p
     with nogil:
         for k in range(f.n_nodes):
             p = f.parent[k]
@@ -608,23 +633,17 @@ def pattern_structure(ens):
                                     else f.ratio[k])
                 slot_edge[slot] = k
                 slot_feature[slot] = f.feature[p]
-            if f.left[k] < 0:
-                for c in range(below[k]):
+            if f.left[k] < 0:  # the leaves in node order, as ``leaf_node``
+                for c in range(leaf_dim[leaf]):
                     leaf_feature[entry + c] = slot_feature[c]
                     leaf_ratio[entry + c] = slot_ratio[c]
                     leaf_edge[entry + c] = slot_edge[c]
-                entry += below[k]
-        for k in range(f.n_nodes - 1, -1, -1):  # preorder: children after parents
-            p = f.parent[k]
-            if p >= 0 and below[k] > below[p]:
-                below[p] = below[k]
-    tree_leaf_start = np.searchsorted(leaf_node, np.asarray(ens.tree_start)).astype(np.int64)
+                entry += leaf_dim[leaf]
+                leaf += 1
     inner, tree_inner = inner_nodes(&f, &node_slot[0])
     return {
-        "node_slot": np.asarray(node_slot), "leaf_node": leaf_node, "leaf_dim": leaf_dim,
         "leaf_feature_start": leaf_feature_start, "leaf_feature": np.asarray(leaf_feature),
         "leaf_ratio": np.asarray(leaf_ratio), "leaf_edge": np.asarray(leaf_edge),
-        "tree_leaf_start": tree_leaf_start, "node_below_dim": np.asarray(below),
         "inner_nodes": inner, "tree_inner_start": tree_inner,
     }
 
