@@ -24,6 +24,7 @@ Layer: public functions (the boundary's preparation step). Imports
 never a public function module or an estimator.
 """
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -33,7 +34,7 @@ from . import _groups, _pipeline
 from ._execution import dask as _dask
 from ._execution import local as _local
 from ._execution import spark as _spark
-from ._model import explainable_ensemble, is_prepared, prepare_ensemble
+from ._model import TreeEnsemble, explainable_ensemble, is_prepared, prepare_ensemble
 from ._validation import (
     check_row_weights,
     check_rows,
@@ -214,6 +215,7 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
         background = _pipeline.transform(model, background)
     last, X, names = _pipeline.unwrap(model, X)  # names: None unless a Pipeline
     ensemble = ensemble_of(last)
+    read_here = [] if isinstance(last, TreeEnsemble) else [ensemble]
     if is_spark:  # the feature columns named and checked (no Spark job)
         X = _spark.resolve(ensemble, X)
         input_names = np.asarray(X.input_cols, dtype=object)
@@ -229,6 +231,7 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
         grouped = ensemble.cached(("players", player.tobytes()),
                                   lambda: ensemble.with_players(player))
         ensemble = prepare_ensemble(grouped) if is_prepared(ensemble) else grouped
+        read_here += [ensemble] if read_here else []
     if is_spark:
         rows = X
         n_rows, n_features = _spark.count_rows(rows), ensemble.n_features
@@ -244,10 +247,28 @@ def prepare(model, X, *, feature_groups=None, background=None, n_jobs=None, verb
         n_threads = resolve_n_jobs(n_jobs)
     if background is not None and check_background:
         background = _check_background(ensemble, background)
-    return Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows, n_features=n_features,
-                names=names, players=players, background=background,
+    call = Call(model=last, X=X, ensemble=ensemble, rows=rows, n_rows=n_rows,
+                n_features=n_features, names=names, players=players, background=background,
                 n_jobs=n_jobs, n_threads=n_threads, verbose=verbose,
                 engine="spark" if is_spark else "dask" if is_dask else "local")
+    _free_with(call, read_here)
+    return call
+
+
+def _free_with(call, ensembles):
+    """Empty the caches of ``ensembles`` (read from a model for this call only)
+    when ``call`` is freed. Their plans refer to them, so an ensemble and its
+    cache are a reference cycle, which Python frees only at its next garbage
+    collection: calls of one row each left 100 MB behind (a default random
+    forest), and the next calls paid for fresh memory."""
+    if ensembles:
+        caches = [e.__dict__.setdefault("_cache", {}) for e in ensembles]
+        weakref.finalize(call, _clear, caches).atexit = False
+
+
+def _clear(caches):
+    for cache in caches:
+        cache.clear()
 
 
 def row_argument(call, values, name):

@@ -5,6 +5,7 @@ given the explainer), against shap's own TreeExplainer (shapes, expected
 value, values), across batch splits, threads and pickling, after a refit,
 and for every argument of shap's that it refuses."""
 
+import gc
 import pickle
 
 import numpy as np
@@ -324,3 +325,37 @@ def test_every_function_takes_the_explainer():
     np.testing.assert_array_equal(sklearn_r2shap.predict_raw(explainer, X[:5]),
                                   sklearn_r2shap.predict_raw(model, X[:5]))
     assert sklearn_r2shap.estimate_cost(explainer, X).exact_seconds > 0
+
+
+def _ensembles_alive():
+    return sum(isinstance(o, sklearn_r2shap.TreeEnsemble) for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("call", [
+    lambda model, X: shap_values(model, X),
+    lambda model, X: shap_values(model, X, feature_groups={"first": [0, 1]}),
+    lambda model, X: shap_interaction_values(model, X),
+    lambda model, X: sklearn_r2shap.r2_decomposition(model, X, X[:, 0]),
+    lambda model, X: explain(model, X),
+], ids=["shap_values", "feature_groups", "interactions", "r2_decomposition", "explain"])
+def test_a_model_read_for_one_call_is_freed_with_it(call):
+    """Without a garbage collection: a call from the model leaves no ensemble
+    behind (its plans refer to it from its cache, a cycle that the call
+    breaks), so that a loop of one-row calls reuses its memory; an ensemble or
+    explainer given by the caller keeps its plans."""
+    model, X = MODELS["forest"]
+    gc.collect()
+    before = _ensembles_alive()
+    gc.disable()
+    try:
+        result = call(model, X[:3])
+        assert _ensembles_alive() - before <= (1 if isinstance(result, sklearn_r2shap.Explanation)
+                                               else 0)
+        ensemble = sklearn_r2shap.to_ensemble(model)
+        shap_values(ensemble, X[:3])
+        explainer = TreeExplainer(model)
+        explainer.shap_values(X[:3])
+        assert any(k[0] == "semivalue game" for k in ensemble._cache)
+        assert any(k[0] == "semivalue game" for k in explainer.ensemble._cache)
+    finally:
+        gc.enable()
