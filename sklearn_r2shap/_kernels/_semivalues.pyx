@@ -759,7 +759,9 @@ cdef enum:
     BLOCK_ROWS = 512  # rows sharing a unit's table while in cache
     SUB = 64          # rows whose patterns are computed together
     BLOCKS_PER_THREAD = 4
-    FEW_ROWS = 8      # calls of at most this many rows take few_rows_block
+    FEW_ROWS = 32     # rows of a few_rows_block
+    FEW_ROWS_CALL = 64  # calls of at most this many rows take few_rows_block
+    FEW_ROWS_PER_THREAD = 8  # and their threads at least this many rows each
 
 
 cpdef int64_t pattern_block_rows(int64_t n_rows, int n_threads) noexcept nogil:
@@ -821,13 +823,16 @@ cdef void sub_patterns(
                 left_taken[kk * SUB + r] = goes_left(f, k, X + r * stride)
 
 
+# Prefetched into L2, not L1: a tree's table lines of 32 rows (about 8,000 for
+# 200 trees of depth 8) overflow L1 before they are read (issue 41: 10 rows of
+# depth 8, 9.8 -> 3.5 ms).
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
-    #define r2shap_prefetch(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #define r2shap_prefetch(p) __builtin_prefetch((const void*)(p), 0, 2)
     #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
     #include <xmmintrin.h>
-    #define r2shap_prefetch(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+    #define r2shap_prefetch(p) _mm_prefetch((const char*)(p), _MM_HINT_T1)
     #else
     #define r2shap_prefetch(p) ((void)(p))
     #endif
@@ -1011,7 +1016,7 @@ cdef void few_rows_block(
     prefetched during the next tree's patterns. The additions into ``out``
     are the block kernel's, in its order. ``rows``: 2 FEW_ROWS max_units
     pointers, ``lines``: 4 FEW_ROWS max_units."""
-    cdef int64_t ti, t, start, n, r, uu, u, d, A, first, n_units
+    cdef int64_t ti, t, start, n, r, uu, u, d, A, first, n_units, lo, hi
     cdef const UnitRecord* rec
     cdef int64_t prev_t = -1, prev_first = 0, prev_units = 0
     cdef int64_t half = FEW_ROWS * max_units
@@ -1034,17 +1039,20 @@ cdef void few_rows_block(
         n_next = 0
         for r in range(nr):
             pat = pattern + r * f.max_tree_nodes
+            # the last tree's lines, prefetched a share during each row's patterns
+            # (all during the first row's: more than the core keeps in flight)
+            lo = n_prev * r // nr
+            hi = n_prev * (r + 1) // nr
             if inner != NULL and n <= INNER_MAX_NODES:
                 inner_tree_patterns(f, start, inner + tree_inner[t],
                                     tree_inner[t + 1] - tree_inner[t], X + r * stride,
-                                    pattern + r * f.max_tree_nodes, prev_lines, n_prev)
+                                    pattern + r * f.max_tree_nodes, prev_lines + lo, hi - lo)
             else:
-                for uu in range(n_prev):
+                for uu in range(lo, hi):
                     r2shap_prefetch(prev_lines[uu])
                 row_tree_patterns(f, start, n, X + r * stride, ps.node_slot,
                                   left_taken + r * f.max_tree_nodes,
                                   pattern + r * f.max_tree_nodes)
-            n_prev = 0  # prefetched during the first row's patterns
             for uu in range(n_units):
                 u = first + uu
                 if table_start[u] < 0:  # left to the quadrature kernel
@@ -1082,30 +1090,48 @@ cdef int few_rows_call(
     const Forest* f, const Patterns* ps, ens, structure, units, const int64_t[::1] trees,
     const double[:, ::1] X, const double[::1] tables, const int64_t[::1] table_start,
     bint scaled, double[:, :, ::1] out, int64_t max_units, const InnerNode* inner,
-    const int64_t* tree_inner,
+    const int64_t* tree_inner, int n_threads,
 ) except -1:
-    """pattern_semivalues for at most FEW_ROWS rows: few_rows_block, called
-    from a function of its own (called in the parallel region, it made the
-    bulk loop there compile about 10% slower)."""
+    """pattern_semivalues for at most FEW_ROWS_CALL rows: few_rows_block on
+    at most FEW_ROWS rows at a time, a share of the rows per thread, at least
+    FEW_ROWS_PER_THREAD each (a row's additions are its own: the same bits
+    for any split). Called from a
+    function of its own (called in the parallel region, it made the bulk loop
+    there compile about 10% slower)."""
     cdef const uint8_t[::1] unit_raw = unit_records(f, ens, structure, units)
     cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
-    cdef Buffers mem = buffers_new()
-    cdef uint8_t* left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * FEW_ROWS)
-    cdef uint32_t* pattern = <uint32_t*> take(&mem, f.max_tree_nodes * FEW_ROWS
-                                              * sizeof(uint32_t))
-    cdef const double** rows = <const double**> take(&mem, 6 * FEW_ROWS * max_units
-                                                      * sizeof(double*))
-    if mem.failed:
+    cdef int64_t n_rows = X.shape[0]
+    cdef int64_t n_parts = max(1, min(<int64_t> n_threads, n_rows // FEW_ROWS_PER_THREAD))
+    cdef Py_ssize_t part
+    cdef int64_t r0, r1, c0, c1
+    cdef Buffers mem
+    cdef uint8_t* left_taken
+    cdef uint32_t* pattern
+    cdef const double** rows
+    cdef Interrupt stop = interrupt_new()
+    with nogil, parallel(num_threads=n_parts):
+        mem = buffers_new()
+        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * FEW_ROWS)
+        pattern = <uint32_t*> take(&mem, f.max_tree_nodes * FEW_ROWS * sizeof(uint32_t))
+        rows = <const double**> take(&mem, 6 * FEW_ROWS * max_units * sizeof(double*))
+        scratch_ready(&stop, &mem)
+        for part in prange(n_parts, schedule="static"):
+            if interrupted(&stop):
+                continue
+            r0 = part * n_rows // n_parts
+            r1 = (part + 1) * n_rows // n_parts
+            c0 = r0
+            while c0 < r1:
+                c1 = min(c0 + FEW_ROWS, r1)
+                few_rows_block(f, ps, &trees[0], trees.shape[0], &X[c0, 0], X.shape[1],
+                               c1 - c0, <const UnitRecord*> &unit_raw[0], &tree_unit_start[0],
+                               &tables[0], &table_start[0], scaled, max_units, &out[c0, 0, 0],
+                               out.strides[0] // sizeof(double),
+                               out.strides[1] // sizeof(double), inner, tree_inner,
+                               left_taken, pattern, rows, rows + 2 * FEW_ROWS * max_units)
+                c0 = c1
         buffers_free(&mem)
-        raise MemoryError("could not allocate the kernel's scratch space")
-    with nogil:
-        few_rows_block(f, ps, &trees[0], trees.shape[0], &X[0, 0], X.shape[1], X.shape[0],
-                       <const UnitRecord*> &unit_raw[0], &tree_unit_start[0], &tables[0],
-                       &table_start[0], scaled, max_units, &out[0, 0, 0],
-                       out.strides[0] // sizeof(double), out.strides[1] // sizeof(double),
-                       inner, tree_inner, left_taken, pattern, rows,
-                       rows + 2 * FEW_ROWS * max_units)
-    buffers_free(&mem)
+    interrupt_raise(&stop)
     return 0
 
 
@@ -1150,8 +1176,10 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     of single leaves. Rows go in
     blocks; in a block, tree by tree, first every row's pattern at every
     unit, then unit by unit, so that a unit's table stays in cache. At most
-    FEW_ROWS rows (a call for one row, an explainer's) go row by row instead
-    (few_rows_block), with the same additions in the same order.
+    FEW_ROWS_CALL rows (a call for a few rows, an explainer's) go row by row
+    instead (few_rows_block, the lines of a tree's table rows prefetched
+    while the next tree's patterns are found), with the same additions in the
+    same order.
     """
     cdef Forest f = forest_from(ens)
     cdef Patterns ps = pattern_pointers(structure)
@@ -1186,9 +1214,9 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     cdef Interrupt stop = interrupt_new()
     if n_rows == 0 or trees.shape[0] == 0:
         return
-    if n_rows <= FEW_ROWS:  # one block (any n_threads), row by row
+    if n_rows <= FEW_ROWS_CALL:  # row by row, FEW_ROWS_PER_THREAD or more a thread
         few_rows_call(&f, &ps, ens, structure, units, trees, X, tables, table_start, scaled,
-                      out, max_units, inner, tree_inner)
+                      out, max_units, inner, tree_inner, n_threads)
         return
     with nogil, parallel(num_threads=n_threads):
         mem = buffers_new()
