@@ -760,7 +760,7 @@ cdef enum:
     SUB = 64          # rows whose patterns are computed together
     BLOCKS_PER_THREAD = 4
     FEW_ROWS = 32     # rows of a few_rows_block
-    FEW_ROWS_CALL = 64  # calls of at most this many rows take few_rows_block
+    FEW_ROWS_CALL = 128  # calls of at most this many rows take few_rows_block
     FEW_ROWS_PER_THREAD = 8  # and their threads at least this many rows each
 
 
