@@ -17,7 +17,6 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt, isnan, INFINITY, NAN
 
 from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
@@ -707,35 +706,37 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
     cdef double[::1] tables = np.empty(table_start[n_units] if n_units else 0)
     cdef Py_ssize_t i
     cdef int64_t u, v, rv, d, s, P, A, Ar, b, size, m
+    cdef int64_t max_dim = 0, pair_doubles = 0
+    cdef Buffers mem
     cdef double* work
     cdef double* left
     cdef double* right
     cdef double* out
-    cdef int[::1] failed = np.zeros(1, dtype=np.intc)
     cdef Interrupt stop = interrupt_new()
-    for i in prange(n_units, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        if failed[0] or interrupted(&stop):
-            continue
-        u = selected[i]
-        v = unit_leaf[u]
-        rv = unit_right[u]
-        d = ps.dim[v]
-        m = rule_size[d]
-        out = &tables[table_start[i]]
-        work = <double*> malloc(2 * (d + 1) * sizeof(double))
-        if work == NULL:
-            failed[0] = 1
-            continue
-        if rv < 0:
-            leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
-                       scale_left[u], out, work)
-        else:
-            size = (<int64_t> 1) << d
-            left = <double*> malloc(2 * size * d * sizeof(double))
-            if left == NULL:
-                failed[0] = 1
-                free(work)
+    for i in range(n_units):  # each thread's scratch: for the largest unit
+        d = ps.dim[unit_leaf[selected[i]]]
+        max_dim = max(max_dim, d)
+        if unit_right[selected[i]] >= 0:
+            pair_doubles = max(pair_doubles, 2 * ((<int64_t> 1) << d) * d)
+    with nogil, parallel(num_threads=n_threads):
+        mem = buffers_new()
+        work = <double*> take(&mem, 2 * (max_dim + 1) * sizeof(double))
+        left = <double*> take(&mem, max(pair_doubles, 1) * sizeof(double))
+        scratch_ready(&stop, &mem)
+        for i in prange(n_units, schedule="dynamic"):
+            if interrupted(&stop):
                 continue
+            u = selected[i]
+            v = unit_leaf[u]
+            rv = unit_right[u]
+            d = ps.dim[v]
+            m = rule_size[d]
+            out = &tables[table_start[i]]
+            if rv < 0:
+                leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0],
+                           &rule_weights[d, 0], m, scale_left[u], out, work)
+                continue
+            size = (<int64_t> 1) << d
             right = left + size * d
             leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
                        scale_left[u], left, work)
@@ -747,11 +748,8 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
                 Ar = (A & ~((<int64_t> 1) << s)) | ((P >> d) << s)
                 for b in range(d):
                     out[P * d + b] = left[A * d + b] + right[Ar * d + b]
-            free(left)
-        free(work)
+        buffers_free(&mem)
     interrupt_raise(&stop)
-    if failed[0]:
-        raise MemoryError("could not allocate the pattern tables' scratch space")
     return np.asarray(tables)
 
 
