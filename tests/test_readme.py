@@ -10,12 +10,12 @@ README quotes are those of the run.
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from spark_java import no_java  # tests/ is on sys.path under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # the package these tests import (the checkout's, or the installed wheel's)
@@ -25,15 +25,6 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 
 # what each block needs beyond the bare install (the test extra has them all)
 NEEDS = {"lightgbm": "lightgbm", "dask.array": "dask", "pandas": "pandas", "pyspark": "pyspark"}
-
-
-def _no_java():
-    """Why no Java can run Spark here (None where ``java -version`` works)."""
-    java = shutil.which("java")
-    if java is None:
-        return "no java on PATH (Spark needs a JRE 17 or 21)"
-    done = subprocess.run([java, "-version"], capture_output=True, text=True)
-    return None if done.returncode == 0 else f"java -version failed: {done.stderr[:200]}"
 
 
 PRINTS = re.compile(r"#\s*prints:\s*(.*)$", re.M)
@@ -77,7 +68,7 @@ def test_readme_block_runs_on_its_own(heading, code, shown, tmp_path):
         if re.search(rf"^(import|from) {re.escape(module)}\b", code, re.M):
             pytest.importorskip(package)
     if re.search(r"^(import|from) pyspark\b", code, re.M):
-        reason = _no_java()
+        reason = no_java()
         if reason:
             pytest.skip(f"the Spark block needs Java: {reason}")
     path = os.pathsep.join(filter(None, [PACKAGE_HOME, os.environ.get("PYTHONPATH")]))

@@ -13,7 +13,6 @@ a session; CI installs pyspark (the ``test`` extra) on an image with Java 17.
 import dataclasses
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -25,6 +24,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
 from pyspark.sql import SparkSession  # noqa: E402
+from spark_java import no_java  # noqa: E402  (tests/ is on sys.path under pytest)
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # noqa: E402
@@ -43,17 +43,9 @@ N_ROWS = 150
 DOC = pathlib.Path(__file__).resolve().parents[1] / "doc" / "spark.rst"
 
 
-def _java_works():
-    java = shutil.which("java")
-    if java is None:
-        return "no java on PATH (Spark needs a JRE 17 or 21)"
-    done = subprocess.run([java, "-version"], capture_output=True, text=True)
-    return None if done.returncode == 0 else f"java -version failed: {done.stderr[:200]}"
-
-
 @pytest.fixture(scope="session")
 def spark():
-    reason = _java_works()
+    reason = no_java()
     if reason is not None:
         pytest.skip(reason)
     try:
