@@ -41,10 +41,6 @@ from ._validation import check_semivalue, resolve_n_jobs
 
 __all__ = ["interventional_values"]
 
-# Rows per block at the most (the per-row values of a block stay small).
-_BLOCK_ROWS = 1 << 16
-
-
 def interventional_values(model, X, background, *, semivalue="shapley", q=0.5, alpha=1, beta=1,
                           n_jobs=None, verbose="auto"):
     """Exact semivalues of the interventional game of every row of X.
@@ -122,7 +118,8 @@ def values_of(call, family, parameters, *, desc="Interventional values", route=N
     if not math.isfinite(n_rows) and len(game.groups) == 1:
         game._summary(0, n_threads)  # once, before the game is shipped
     # a summary group's tables are rebuilt per block when there are several:
-    # blocks of many rows (bounded by memory)
+    # blocks of many rows, bounded by the memory of their values (the game's
+    # values and the block's output: two doubles per row, output and column)
     return map_rows(call, game_values, game=game, trailing_shape=call.trailing_shape(
         ensemble.n_features + 1), desc=desc, seconds_per_row=semivalue_seconds(ensemble, 1),
-        max_block_rows=_BLOCK_ROWS)
+        bytes_per_row=16 * ensemble.n_outputs * (ensemble.n_features + 1))
