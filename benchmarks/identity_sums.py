@@ -4,7 +4,9 @@ Saves the results of r2_decomposition (exact, sampled, subsampled, with
 return_local, feature groups, weights, classifiers, a multi-output forest),
 r2_interactions, shap_interaction_summary, the piecewise background's game,
 and the map-side paths (shap_values, shap_interaction_values,
-banzhaf_values, interventional values), in memory and on dask (synchronous
+banzhaf_values, interventional values, Saabas, Beta Shapley and
+probabilistic values, raw predictions, TreeGrad's gradients, scores and
+ranker, the piecewise explainer), in memory and on dask (synchronous
 scheduler), from the sklearn_r2shap importable in this environment::
 
     python benchmarks/identity_sums.py save before.npz      # in the old checkout
@@ -50,6 +52,7 @@ def save(path):
       "hgb": HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(X, y),
       "xgb": xgb.XGBRegressor(n_estimators=30, max_depth=4).fit(X, y),
       "lgb": lgb.LGBMRegressor(n_estimators=30, num_leaves=15, verbose=-1).fit(X, y),
+      "xgb8": xgb.XGBRegressor(n_estimators=20, max_depth=8).fit(X, y),
     }
     cls = {"rfc": (RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(Xf, ym), ym),
            "gbc": (GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=0).fit(Xf, yc), yc),
@@ -90,6 +93,17 @@ def save(path):
         out[f"bzd.{name}"] = sr.banzhaf_values(m, dx(XX[:300])).compute()
         out[f"iv.{name}"] = interventional_values(m, XX[:40], background=XX[:30])
         out[f"ivd.{name}"] = interventional_values(m, dx(XX[:300]), background=XX[:30]).compute()
+        out[f"shap1.{name}"] = sr.shap_values(m, XX, n_jobs=1)
+        out[f"few.{name}"] = sr.TreeExplainer(m, n_jobs=2).shap_values(XX[:40])
+        out[f"shapbg.{name}"] = sr.shap_values(m, XX[:40], background=XX[:25], n_jobs=2)
+        out[f"inter2.{name}"] = sr.shap_interaction_values(m, XX[:50], n_jobs=2)
+        out[f"saabas.{name}"] = sr.saabas_values(m, XX, n_jobs=2)
+        out[f"beta.{name}"] = sr.beta_shapley_values(m, XX[:100], alpha=2, beta=1, n_jobs=2)
+        out[f"prob.{name}"] = sr.probabilistic_values(m, XX[:100], np.linspace(0.1, 0.9, p), n_jobs=2)
+        out[f"raw.{name}"] = sr.predict_raw(m, XX, n_jobs=2)
+        out[f"grad.{name}"], out[f"gradv.{name}"] = sr.multilinear_gradient(m, XX[:100], np.full(p, 0.3), n_jobs=2)
+        out[f"tgs.{name}"] = sr.treegrad_scores(m, XX[:100], n_iter=5, n_jobs=2)
+        out[f"tgr.{name}"] = sr.TreeGradRanker(m).fit(XX, y).feature_importances_
     for name, (m, yy) in cls.items():
         XX = Xf if name in ("rfc", "gbc") else X
         put(f"r2c.{name}", sr.r2_decomposition(m, XX, yy, sample_weight=w))
@@ -100,6 +114,10 @@ def save(path):
     lin = lgb.LGBMRegressor(n_estimators=10, num_leaves=7, linear_tree=True, verbose=-1).fit(Xf, y)
     out["pw"] = sr.piecewise_shap_values(lin, Xf[:50], background=Xf[:300], background_weight=w[:300])
     out["pwd"] = sr.piecewise_shap_values(lin, Xf[:50], background=dx(Xf[:300]), background_weight=dx(w[:300]))
+
+    out["pwe"] = sr.PiecewiseLinearExplainer(lin).fit(
+        Xf[:300], y[:300], sample_weight=w[:300]).feature_importances_
+    out["pw2"] = sr.piecewise_shap_values(lin, Xf[:50], background=Xf[:300], n_jobs=2)
 
     np.savez(path, **out)
     print(len(out), "arrays saved to", path)

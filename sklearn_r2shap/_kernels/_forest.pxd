@@ -92,7 +92,7 @@ cdef struct Patterns:
     int64_t max_dim                 # most d_v (0 without leaves)
 
 
-cdef Patterns patterns_from(object structure) except *
+cdef Patterns patterns_from(object structure, bint maxima=*) except *
 
 
 cdef inline int64_t next_node(const Forest* f, int64_t node, const double* x) noexcept nogil:
@@ -212,19 +212,13 @@ cdef inline void row_patterns(
 
 
 # Ctrl-C in nogil kernels. Python runs signal handlers only in the main
-# thread, which is OpenMP thread 0 of a region it starts. Every kernel polls
-# ``interrupted(&stop)`` once per work unit (row, tree): thread 0 runs the
-# handlers at most every 50 ms (a monotonic clock read otherwise), and keeps
-# the exception they raise; all threads see the stop flag and skip their
-# remaining work. After the parallel region, ``interrupt_raise(&stop)``
-# re-raises the exception (KeyboardInterrupt for Ctrl-C):
-#
-#     cdef Interrupt stop = interrupt_new()
-#     with nogil, parallel(...):
-#         for i in prange(...):
-#             if interrupted(&stop): continue
-#             ...
-#     interrupt_raise(&stop)
+# thread, which is OpenMP thread 0 of a region it starts. The one parallel
+# loop (_common.parallel_units) polls ``interrupted(&stop)`` once per chunk
+# of work units (rows, trees), and a long unit polls it within: thread 0
+# runs the handlers at most every 50 ms (a monotonic clock read otherwise),
+# and keeps the exception they raise; all threads see the stop flag and skip
+# their remaining work. After the parallel region, ``interrupt_raise(&stop)``
+# re-raises the exception (KeyboardInterrupt for Ctrl-C).
 cdef struct Interrupt:
     int stop
     int no_memory              # a thread could not allocate its scratch space

@@ -36,17 +36,13 @@
 # * per row (deep trees, few rows): the same numbers from the row's own X_v.
 import numpy as np
 
-from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t
 
 from ._common cimport (
-    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
-    scratch_ready, take,
+    Buffers, Outputs, Rows, Tables, TreeBlock, bytes_scratch, output_row, parallel_units,
+    pattern_blocks, row_at, rows_of, tables_of, take,
 )
-from ._forest cimport (
-    Forest, Patterns, forest_from, patterns_from, path_factors,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
+from ._forest cimport Forest, Interrupt, Patterns, forest_from, path_factors, patterns_from
 
 
 cdef inline void leaf_terms(
@@ -133,6 +129,39 @@ def packed_offsets(structure, int64_t width):
     return np.asarray(offsets), start_np
 
 
+cdef struct LeafTerms:
+    size_t scratch_bytes  # first (bytes_scratch): follow, then factor, max_dim + 1 each
+    Patterns p
+    Tables tables
+    const double* scale
+    const double* points
+    const double* weights
+    const int64_t* rule_start
+    int64_t max_dim
+
+
+cdef void leaf_tables(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    cdef LeafTerms w = (<const LeafTerms*> work)[0]
+    cdef double* follow = <double*> scratch
+    cdef double* factor = follow + w.max_dim + 1
+    cdef int64_t i, v, d, A, b, c, n_packed, r0
+    cdef double* row
+    for i in range(lo, hi):
+        v = w.tables.selected[i]
+        d = w.p.dim[v]
+        n_packed = d * (d + 1) // 2
+        r0 = w.rule_start[d]
+        for A in range(1 << d):
+            for b in range(d):
+                follow[b] = <double> ((A >> b) & 1)
+            row = &w.tables.data[w.tables.start[i] + A * n_packed]
+            leaf_terms(d, &w.p.ratio[w.p.fstart[v]], follow, &w.points[r0], &w.weights[r0],
+                       w.rule_start[d + 1] - r0, factor, row)
+            for c in range(n_packed):
+                row[c] = row[c] * w.scale[i]
+
+
 def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] table_start,
                        const double[::1] scale, const double[::1] points,
                        const double[::1] weights, const int64_t[::1] rule_start,
@@ -144,41 +173,17 @@ def interaction_tables(structure, const int64_t[::1] leaves, const int64_t[::1] 
     from ``table_start[i]``. The rule of a leaf with d features is
     ``points[rule_start[d]:rule_start[d + 1]]``.
     """
-    cdef Patterns p = patterns_from(structure)
+    cdef LeafTerms w
     cdef int64_t n_leaves = leaves.shape[0]
     cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
-    cdef int64_t max_dim = int(np.max(structure["leaf_dim"][np.asarray(leaves)], initial=0))
-    cdef Py_ssize_t i
-    cdef int64_t v, d, A, b, c, n_packed, r0
-    cdef double* follow
-    cdef double* factor
-    cdef double* row
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
     if n_leaves == 0:
         return np.asarray(tables)
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        follow = <double*> take(&mem, (max_dim + 1) * sizeof(double))
-        factor = <double*> take(&mem, (max_dim + 1) * sizeof(double))
-        scratch_ready(&stop, &mem)
-        for i in prange(n_leaves, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            v = leaves[i]
-            d = p.dim[v]
-            n_packed = d * (d + 1) // 2
-            r0 = rule_start[d]
-            for A in range(1 << d):
-                for b in range(d):
-                    follow[b] = <double> ((A >> b) & 1)
-                row = &tables[table_start[i] + A * n_packed]
-                leaf_terms(d, &p.ratio[p.fstart[v]], follow, &points[r0], &weights[r0],
-                           rule_start[d + 1] - r0, factor, row)
-                for c in range(n_packed):
-                    row[c] = row[c] * scale[i]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    max_dim = int(np.max(structure["leaf_dim"][np.asarray(leaves)], initial=0))
+    w = LeafTerms(scratch_bytes=2 * (max_dim + 1) * sizeof(double), p=patterns_from(structure),
+                  tables=tables_of(leaves, table_start, tables), scale=&scale[0],
+                  points=&points[0], weights=&weights[0], rule_start=&rule_start[0],
+                  max_dim=max_dim)
+    parallel_units(n_leaves, 1, bytes_scratch, leaf_tables, &w, n_threads)
     return np.asarray(tables)
 
 
@@ -238,6 +243,78 @@ def pattern_interactions(ens, const double[:, ::1] X, structure, const int64_t[:
     pattern_blocks(&f, &s.p, X, trees, block, False, 0, pattern_block, &s, n_threads)
 
 
+cdef struct RowTerms:
+    Forest f
+    Patterns p
+    Rows rows
+    const int64_t* trees
+    int64_t n_trees
+    const double* points
+    const double* weights
+    const int64_t* rule_start
+    const int64_t* offsets
+    const int64_t* offset_start
+    Outputs out
+
+
+cdef struct RowTermsScratch:
+    uint8_t* left_taken
+    double* ratio_prod
+    double* follow_prod
+    double* follow
+    double* factor
+    double* terms
+
+
+cdef void* row_terms_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const RowTerms* w = <const RowTerms*> work
+    cdef int64_t n = w.f.max_tree_nodes, d = w.p.max_dim
+    cdef RowTermsScratch* s = <RowTermsScratch*> take(mem, sizeof(RowTermsScratch))
+    if s == NULL:
+        return NULL
+    s.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
+    s.ratio_prod = <double*> take(mem, n * sizeof(double))
+    s.follow_prod = <double*> take(mem, n * sizeof(double))
+    s.follow = <double*> take(mem, (d + 1) * sizeof(double))
+    s.factor = <double*> take(mem, (d + 1) * sizeof(double))
+    s.terms = <double*> take(mem, (d * (d + 1) // 2 + 1) * sizeof(double))
+    return s
+
+
+cdef void row_terms(void* work, int64_t lo, int64_t hi, void* scratch,
+                    Interrupt* stop) noexcept nogil:
+    cdef RowTerms w = (<const RowTerms*> work)[0]
+    cdef RowTermsScratch s = (<const RowTermsScratch*> scratch)[0]
+    cdef const Forest* f = &w.f
+    cdef const Patterns* p = &w.p
+    cdef int64_t W = f.n_values
+    cdef int64_t i, ti, t, start, v, d, b, o, r0, n_packed
+    for i in range(lo, hi):
+        for ti in range(w.n_trees):
+            t = w.trees[ti]
+            start = f.tree_start[t]
+            if f.tree_start[t + 1] - start == 1:
+                continue
+            path_factors(f, t, row_at(&w.rows, i), s.left_taken, s.ratio_prod, s.follow_prod)
+            for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
+                d = p.dim[v]
+                if d == 0:
+                    continue
+                for b in range(d):  # X at the feature's deepest edge on the path
+                    s.follow[b] = s.follow_prod[p.edge[p.fstart[v] + b] - start]
+                r0 = w.rule_start[d]
+                leaf_terms(d, &p.ratio[p.fstart[v]], s.follow, &w.points[r0], &w.weights[r0],
+                           w.rule_start[d + 1] - r0, s.factor, s.terms)
+                n_packed = d * (d + 1) // 2
+                if W == 1:
+                    add_leaf(n_packed, &w.offsets[w.offset_start[v]], s.terms,
+                             f.value[p.leaf_node[v]], output_row(&w.out, i, f.tree_output[t]))
+                else:
+                    for o in range(W):
+                        add_leaf(n_packed, &w.offsets[w.offset_start[v]], s.terms,
+                                 f.value[p.leaf_node[v] * W + o], output_row(&w.out, i, o))
+
+
 def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] trees,
                      const double[::1] points, const double[::1] weights,
                      const int64_t[::1] rule_start, const int64_t[::1] offsets,
@@ -245,88 +322,55 @@ def row_interactions(ens, const double[:, ::1] X, structure, const int64_t[::1] 
     """Add the terms of ``trees`` to ``out`` (n_rows, n_outputs, p + 1, p + 1),
     computed per row from its own X (the per-row route; any number of
     features on a path)."""
-    cdef Forest f = forest_from(ens)
-    cdef Patterns p = patterns_from(structure)
-    cdef int64_t max_dim = p.max_dim
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t W = f.n_values
-    cdef int64_t width = out.shape[3]
-    cdef Py_ssize_t i
-    cdef int64_t ti, t, start, n, v, d, b, w, r0, n_packed
-    cdef uint8_t* left_taken
-    cdef double* ratio_prod
-    cdef double* follow_prod
-    cdef double* follow
-    cdef double* factor
-    cdef double* terms
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
+    cdef RowTerms w
+    if X.shape[0] == 0 or trees.shape[0] == 0:
         return
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
-        ratio_prod = <double*> take(&mem, f.max_tree_nodes * sizeof(double))
-        follow_prod = <double*> take(&mem, f.max_tree_nodes * sizeof(double))
-        follow = <double*> take(&mem, (max_dim + 1) * sizeof(double))
-        factor = <double*> take(&mem, (max_dim + 1) * sizeof(double))
-        terms = <double*> take(&mem, (max_dim * (max_dim + 1) // 2 + 1) * sizeof(double))
-        scratch_ready(&stop, &mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=4):
-            if interrupted(&stop):
-                continue
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                n = f.tree_start[t + 1] - start
-                if n == 1:
-                    continue
-                path_factors(&f, t, &X[i, 0], left_taken, ratio_prod, follow_prod)
-                for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
-                    d = p.dim[v]
-                    if d == 0:
-                        continue
-                    for b in range(d):  # X at the feature's deepest edge on the path
-                        follow[b] = follow_prod[p.edge[p.fstart[v] + b] - start]
-                    r0 = rule_start[d]
-                    leaf_terms(d, &p.ratio[p.fstart[v]], follow, &points[r0], &weights[r0],
-                               rule_start[d + 1] - r0, factor, terms)
-                    n_packed = d * (d + 1) // 2
-                    if W == 1:
-                        add_leaf(n_packed, &offsets[offset_start[v]], terms,
-                                 f.value[p.leaf_node[v]], &out[i, f.tree_output[t], 0, 0])
-                    else:
-                        for w in range(W):
-                            add_leaf(n_packed, &offsets[offset_start[v]], terms,
-                                     f.value[p.leaf_node[v] * W + w], &out[i, w, 0, 0])
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    w = RowTerms(f=forest_from(ens), p=patterns_from(structure), rows=rows_of(X),
+                 trees=&trees[0], n_trees=trees.shape[0], points=&points[0],
+                 weights=&weights[0], rule_start=&rule_start[0], offsets=&offsets[0],
+                 offset_start=&offset_start[0],
+                 out=Outputs(&out[0, 0, 0, 0], out.shape[1], out.shape[2] * out.shape[3]))
+    parallel_units(X.shape[0], 4, row_terms_scratch, row_terms, &w, n_threads)
+
+
+cdef struct Symmetric:
+    Outputs out               # (p + 1, p + 1) per row and output
+    int64_t side              # p + 1
+    const double* expected
+
+
+cdef void symmetric_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                         Interrupt* stop) noexcept nogil:
+    cdef Symmetric w = (<const Symmetric*> work)[0]
+    cdef int64_t n = w.side
+    cdef int64_t p = n - 1
+    cdef int64_t i, o, a, b
+    cdef double s
+    cdef double* M
+    for i in range(lo, hi):
+        for o in range(w.out.n_outputs):
+            M = output_row(&w.out, i, o)
+            for a in range(p):
+                for b in range(a + 1, p):
+                    M[b * n + a] = M[a * n + b]
+            for a in range(p):
+                s = 0.0
+                for b in range(p):
+                    if b != a:
+                        s = s + M[a * n + b]
+                M[a * n + a] -= s
+                M[a * n + p] = 0.0
+                M[p * n + a] = 0.0
+            M[p * n + p] = w.expected[o]
 
 
 def finish(double[:, :, :, ::1] out, const double[::1] expected, int n_threads):
     """Eq. (8)'s diagonal and symmetry, in place: [i, i] holds phi_i and the
     upper triangle Phi_ij; set [j, i] = [i, j], [i, i] = phi_i - sum_{j != i}
     Phi_ij, the last row and column 0 and the corner the expected value."""
-    cdef Py_ssize_t n_rows = out.shape[0]
-    cdef int64_t n_outputs = out.shape[1]
-    cdef int64_t width = out.shape[3]
-    cdef int64_t p = width - 1
-    cdef Py_ssize_t i
-    cdef int64_t o, a, b
-    cdef double s
-    cdef double* M
-    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
-        for o in range(n_outputs):
-            M = &out[i, o, 0, 0]
-            for a in range(p):
-                for b in range(a + 1, p):
-                    M[b * width + a] = M[a * width + b]
-            for a in range(p):
-                s = 0.0
-                for b in range(p):
-                    if b != a:
-                        s = s + M[a * width + b]
-                M[a * width + a] -= s
-                M[a * width + p] = 0.0
-                M[p * width + a] = 0.0
-            M[p * width + p] = expected[o]
+    cdef Symmetric w
+    if out.shape[0] == 0:
+        return
+    w = Symmetric(out=Outputs(&out[0, 0, 0, 0], out.shape[1], out.shape[2] * out.shape[3]),
+                  side=out.shape[3], expected=&expected[0])
+    parallel_units(out.shape[0], 16, NULL, symmetric_rows, &w, n_threads)

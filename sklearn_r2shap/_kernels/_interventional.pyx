@@ -42,17 +42,13 @@
 # distinct background patterns (at most min(|B|, 2^d) of them).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from ._common cimport (
-    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
-    scratch_ready, take,
+    Outputs, Rows, Tables, TreeBlock, bytes_scratch, output_row, parallel_units, pattern_blocks,
+    row_at, rows_of, tables_of,
 )
-from ._forest cimport (
-    Forest, Patterns, forest_from, patterns_from, row_patterns,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
+from ._forest cimport Forest, Interrupt, Patterns, forest_from, patterns_from, row_patterns
 
 cdef extern from *:
     """
@@ -70,6 +66,35 @@ cdef inline uint64_t full_mask(int64_t d) noexcept nogil:
     return (~(<uint64_t> 0)) if d >= 64 else (((<uint64_t> 1) << d) - 1)
 
 
+cdef struct Histograms:
+    size_t scratch_bytes  # first (bytes_scratch): pattern (uint64), then left_taken (uint8)
+    Forest f
+    Patterns p
+    Rows background
+    const int64_t* trees
+    const int64_t* hist_start
+    double* hist
+
+
+cdef void histogram_trees(void* work, int64_t lo, int64_t hi, void* scratch,
+                          Interrupt* stop) noexcept nogil:
+    cdef Histograms w = (<const Histograms*> work)[0]
+    cdef const Forest* f = &w.f
+    cdef const Patterns* p = &w.p
+    cdef uint64_t* pattern = <uint64_t*> scratch
+    cdef uint8_t* left_taken = <uint8_t*> (pattern + f.max_tree_nodes)
+    cdef int64_t ti, t, start, i, v
+    for ti in range(lo, hi):
+        t = w.trees[ti]
+        start = f.tree_start[t]
+        if f.tree_start[t + 1] - start == 1:
+            continue
+        for i in range(w.background.n):
+            row_patterns(f, t, row_at(&w.background, i), p.node_slot, left_taken, pattern)
+            for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
+                w.hist[w.hist_start[v] + pattern[p.leaf_node[v] - start]] += 1.0
+
+
 def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[::1] trees,
                           const int64_t[::1] hist_start, int n_threads):
     """h[hist_start[v] + c]: how many background rows have pattern c at leaf v.
@@ -78,41 +103,22 @@ def background_histograms(ens, structure, const double[:, ::1] B, const int64_t[
     ``trees``; each has a 2^d block). One thread per tree, background rows in
     order, so the counts do not depend on the thread count.
     """
-    cdef Forest f = forest_from(ens)
-    cdef Patterns p = patterns_from(structure)
+    cdef Histograms w
     cdef int64_t n_hist = 0
-    cdef int64_t n_bg = B.shape[0]
-    cdef Py_ssize_t ti
-    cdef int64_t t, start, i, v
-    cdef uint8_t* left_taken
-    cdef uint64_t* pattern
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
+    cdef int64_t ti, t, v
+    w.p = patterns_from(structure)
     for ti in range(trees.shape[0]):
         t = trees[ti]
-        for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
-            n_hist = max(n_hist, hist_start[v] + (1 << p.dim[v]))
+        for v in range(w.p.tree_leaf_start[t], w.p.tree_leaf_start[t + 1]):
+            n_hist = max(n_hist, hist_start[v] + (1 << w.p.dim[v]))
     cdef double[::1] hist = np.zeros(n_hist)
-    if n_bg == 0 or trees.shape[0] == 0:
+    if B.shape[0] == 0 or trees.shape[0] == 0:
         return np.asarray(hist)
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * sizeof(uint8_t))
-        pattern = <uint64_t*> take(&mem, f.max_tree_nodes * sizeof(uint64_t))
-        scratch_ready(&stop, &mem)
-        for ti in prange(trees.shape[0], schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            t = trees[ti]
-            start = f.tree_start[t]
-            if f.tree_start[t + 1] - start == 1:
-                continue
-            for i in range(n_bg):
-                row_patterns(&f, t, &B[i, 0], p.node_slot, left_taken, pattern)
-                for v in range(p.tree_leaf_start[t], p.tree_leaf_start[t + 1]):
-                    hist[hist_start[v] + pattern[p.leaf_node[v] - start]] += 1.0
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    w.f = forest_from(ens)
+    w = Histograms(scratch_bytes=w.f.max_tree_nodes * (sizeof(uint8_t) + sizeof(uint64_t)),
+                   f=w.f, p=w.p, background=rows_of(B),
+                   trees=&trees[0], hist_start=&hist_start[0], hist=&hist[0])
+    parallel_units(trees.shape[0], 1, bytes_scratch, histogram_trees, &w, n_threads)
     return np.asarray(hist)
 
 
@@ -143,35 +149,32 @@ def background_patterns(ens, structure, const double[:, ::1] B, const int64_t[::
     return np.asarray(out)
 
 
-def interventional_tables(structure, const int64_t[::1] leaves, const double[::1] hist,
-                          const int64_t[::1] hist_start, const int64_t[::1] table_start,
-                          const double[:, ::1] w_plus, const double[:, ::1] w_minus,
-                          double scale, int n_threads):
-    """T[a, i] of every leaf in ``leaves`` (indices into the structure's leaf
-    arrays), times ``scale`` (1 / number of background rows).
+cdef struct LeafTables:
+    Patterns p
+    Tables tables
+    const double* hist
+    const int64_t* hist_start
+    const double* w_plus   # (W+(k, m)): [k * w_stride + m]
+    const double* w_minus
+    int64_t w_stride
+    double scale
 
-    ``table_start[r]`` is where leaf ``leaves[r]``'s 2^d x d block starts;
-    ``hist_start`` (by structure leaf index) where its histogram does.
-    """
-    cdef Patterns p = patterns_from(structure)
-    cdef int64_t n_leaves = leaves.shape[0]
-    cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
-    cdef Py_ssize_t r
-    cdef int64_t v, d, na, nb, k, b
+
+cdef void leaf_tables(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    cdef LeafTables w = (<const LeafTables*> work)[0]
+    cdef int64_t r, v, d, na, nb, k, b
     cdef uint64_t a, s, c, full, bits
     cdef double count, wp, minus
     cdef const double* h
     cdef double* row
-    cdef Interrupt stop = interrupt_new()
-    for r in prange(n_leaves, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        if interrupted(&stop):
-            continue
-        v = leaves[r]
-        d = p.dim[v]
+    for r in range(lo, hi):
+        v = w.tables.selected[r]
+        d = w.p.dim[v]
         full = full_mask(d)
-        h = &hist[hist_start[v]]
+        h = &w.hist[w.hist_start[v]]
         for a in range(<uint64_t> 1 << d):
-            row = &tables[table_start[r] + a * d]
+            row = &w.tables.data[w.tables.start[r] + a * d]
             na = popcount(a)
             nb = d - na
             minus = 0.0
@@ -182,21 +185,42 @@ def interventional_tables(structure, const int64_t[::1] leaves, const double[::1
                 if count != 0.0:
                     k = na - popcount(s)
                     if k > 0:
-                        wp = count * w_plus[k, nb]
+                        wp = count * w.w_plus[k * w.w_stride + nb]
                         bits = a & ~s
                         for b in range(d):
                             if (bits >> b) & 1:
                                 row[b] = row[b] + wp
                     if nb > 0:
-                        minus = minus + count * w_minus[k, nb]
+                        minus = minus + count * w.w_minus[k * w.w_stride + nb]
                 if s == 0:
                     break
                 s = (s - 1) & a
             for b in range(d):
                 if not ((a >> b) & 1):
                     row[b] = row[b] - minus
-                row[b] = row[b] * scale
-    interrupt_raise(&stop)
+                row[b] = row[b] * w.scale
+
+
+def interventional_tables(structure, const int64_t[::1] leaves, const double[::1] hist,
+                          const int64_t[::1] hist_start, const int64_t[::1] table_start,
+                          const double[:, ::1] w_plus, const double[:, ::1] w_minus,
+                          double scale, int n_threads):
+    """T[a, i] of every leaf in ``leaves`` (indices into the structure's leaf
+    arrays), times ``scale`` (1 / number of background rows).
+
+    ``table_start[r]`` is where leaf ``leaves[r]``'s 2^d x d block starts;
+    ``hist_start`` (by structure leaf index) where its histogram does.
+    """
+    cdef int64_t n_leaves = leaves.shape[0]
+    cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
+    cdef LeafTables w
+    if n_leaves == 0:
+        return np.asarray(tables)
+    w = LeafTables(p=patterns_from(structure), tables=tables_of(leaves, table_start, tables),
+                   hist=&hist[0], hist_start=&hist_start[0],
+                   w_plus=&w_plus[0, 0], w_minus=&w_minus[0, 0], w_stride=w_plus.shape[1],
+                   scale=scale)
+    parallel_units(n_leaves, 1, NULL, leaf_tables, &w, n_threads)
     return np.asarray(tables)
 
 
@@ -336,6 +360,59 @@ def table_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] 
 # v1 T1[a1] + v2 T2[a2], gives both leaves' values with one lookup and d
 # additions instead of two and 2d (single-value leaves).
 
+cdef struct Units:
+    const int64_t* first   # a leaf (structure index)
+    const int64_t* second  # its sibling, or -1
+    const int64_t* bit     # the bit in which the sibling's pattern differs
+    const int64_t* start   # where the unit's table starts
+
+
+cdef Units units_of(const int64_t[::1] first, const int64_t[::1] second,
+                    const int64_t[::1] bit, const int64_t[::1] start):
+    return Units(first=&first[0], second=&second[0], bit=&bit[0], start=&start[0])
+
+
+cdef struct UnitTables:
+    Forest f
+    Patterns p
+    Units units
+    const double* tables
+    const int64_t* table_start  # by leaf
+    double* out
+
+
+cdef void unit_table_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                          Interrupt* stop) noexcept nogil:
+    cdef UnitTables w = (<const UnitTables*> work)[0]
+    cdef int64_t u, l1, l2, d, s, q, b
+    cdef uint64_t a1, a2
+    cdef double v1, v2
+    cdef const double* t1
+    cdef const double* t2
+    cdef double* dst
+    for u in range(lo, hi):
+        l1 = w.units.first[u]
+        l2 = w.units.second[u]
+        d = w.p.dim[l1]
+        v1 = w.f.value[w.p.leaf_node[l1]]
+        t1 = &w.tables[w.table_start[l1]]
+        if l2 < 0:
+            for a1 in range(<uint64_t> 1 << d):
+                dst = &w.out[w.units.start[u] + a1 * d]
+                for b in range(d):
+                    dst[b] = v1 * t1[a1 * d + b]
+            continue
+        v2 = w.f.value[w.p.leaf_node[l2]]
+        t2 = &w.tables[w.table_start[l2]]
+        s = w.units.bit[u]
+        for q in range(2):
+            for a1 in range(<uint64_t> 1 << d):
+                a2 = (a1 & ~((<uint64_t> 1) << s)) | ((<uint64_t> q) << s)
+                dst = &w.out[w.units.start[u] + ((<uint64_t> q << d) | a1) * d]
+                for b in range(d):
+                    dst[b] = v1 * t1[a1 * d + b] + v2 * t2[a2 * d + b]
+
+
 def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] table_start,
                 const int64_t[::1] unit_first, const int64_t[::1] unit_second,
                 const int64_t[::1] unit_bit, const int64_t[::1] unit_start, int n_threads):
@@ -345,50 +422,27 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
     table in ``tables``; unit u covers leaf ``unit_first[u]`` and, if
     ``unit_second[u] >= 0``, its sibling, whose pattern differs in bit
     ``unit_bit[u]``; its table starts at ``unit_start[u]``."""
-    cdef Forest f = forest_from(ens)
-    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_units = unit_first.shape[0]
     cdef double[::1] out = np.empty(unit_start[n_units] if n_units else 0)
-    cdef Py_ssize_t u
-    cdef int64_t l1, l2, d, s, q, b
-    cdef uint64_t a1, a2
-    cdef double v1, v2
-    cdef const double* t1
-    cdef const double* t2
-    cdef double* dst
-    if f.n_values != 1:
+    cdef UnitTables w
+    w.f = forest_from(ens)
+    if w.f.n_values != 1:
         raise ValueError("unit_tables needs one value per leaf")
-    for u in prange(n_units, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        l1 = unit_first[u]
-        l2 = unit_second[u]
-        d = p.dim[l1]
-        v1 = f.value[p.leaf_node[l1]]
-        t1 = &tables[table_start[l1]]
-        if l2 < 0:
-            for a1 in range(<uint64_t> 1 << d):
-                dst = &out[unit_start[u] + a1 * d]
-                for b in range(d):
-                    dst[b] = v1 * t1[a1 * d + b]
-            continue
-        v2 = f.value[p.leaf_node[l2]]
-        t2 = &tables[table_start[l2]]
-        s = unit_bit[u]
-        for q in range(2):
-            for a1 in range(<uint64_t> 1 << d):
-                a2 = (a1 & ~((<uint64_t> 1) << s)) | ((<uint64_t> q) << s)
-                dst = &out[unit_start[u] + ((<uint64_t> q << d) | a1) * d]
-                for b in range(d):
-                    dst[b] = v1 * t1[a1 * d + b] + v2 * t2[a2 * d + b]
+    if n_units == 0:
+        return np.asarray(out)
+    w.p = patterns_from(structure)
+    w.units = units_of(unit_first, unit_second, unit_bit, unit_start)
+    w.tables = &tables[0]
+    w.table_start = &table_start[0]
+    w.out = &out[0]
+    parallel_units(n_units, 1, NULL, unit_table_rows, &w, n_threads)
     return np.asarray(out)
 
 
 cdef struct UnitSums:
     Patterns p
+    Units units
     const int64_t* tree_unit_start
-    const int64_t* unit_first
-    const int64_t* unit_second
-    const int64_t* unit_bit
-    const int64_t* unit_start
     const double* tables
     Outputs out
 
@@ -402,19 +456,19 @@ cdef void unit_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
     cdef const int64_t* feat
     cdef double* target
     for u in range(s.tree_unit_start[tb.t], s.tree_unit_start[tb.t + 1]):
-        l1 = s.unit_first[u]
-        l2 = s.unit_second[u]
+        l1 = s.units.first[u]
+        l2 = s.units.second[u]
         d = s.p.dim[l1]
         feat = &s.p.feature[s.p.fstart[l1]]
         lv1 = l1 - tb.first_leaf
         lv2 = l2 - tb.first_leaf
-        bit = s.unit_bit[u]
+        bit = s.units.bit[u]
         for i in range(tb.i0, tb.i1):
             index = tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv1]
             if l2 >= 0:
                 index = index | (((tb.leaf_pattern[(i - tb.i0) * tb.n_leaves + lv2] >> bit)
                                   & 1) << d)
-            row = &s.tables[s.unit_start[u] + index * d]
+            row = &s.tables[s.units.start[u] + index * d]
             target = output_row(&s.out, i, f.tree_output[tb.t])
             for b in range(d):
                 target[feat[b]] += row[b]
@@ -434,11 +488,8 @@ def unit_semivalues(ens, const double[:, ::1] X, structure, const int64_t[::1] t
     if f.n_values != 1:
         raise ValueError("unit_semivalues needs one value per leaf")
     s.p = patterns_from(structure)
+    s.units = units_of(unit_first, unit_second, unit_bit, unit_start)
     s.tree_unit_start = &tree_unit_start[0]
-    s.unit_first = &unit_first[0]
-    s.unit_second = &unit_second[0]
-    s.unit_bit = &unit_bit[0]
-    s.unit_start = &unit_start[0]
     s.tables = &tables[0]
     s.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
     pattern_blocks(&f, &s.p, X, trees, 64, False, 0, unit_block, &s, n_threads)

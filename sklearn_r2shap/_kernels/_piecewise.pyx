@@ -35,20 +35,20 @@
 # many rows of shallow trees (as _semivalues.pyx does for constant leaves).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.math cimport isnan
 
 from ._common cimport (
-    Buffers, Outputs, TreeBlock, buffers_new, buffers_free, output_row, pattern_blocks,
-    scratch_ready, take,
+    Buffers, Outputs, Rows, Tables, TreeBlock, bytes_scratch, output_row, parallel_units,
+    pattern_blocks, row_at, rows_of, tables_of, take,
 )
 from ._forest cimport (
-    Forest, Patterns, add_leaf_value, forest_from, leaf_of, next_node, patterns_from,
-    path_factors,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
+    Forest, Interrupt, Patterns, add_leaf_value, forest_from, leaf_of, next_node, path_factors,
+    patterns_from,
 )
-from ._semivalues cimport Scratch, gradient_down_pass, gradient_up_pass, scratch_alloc
+from ._semivalues cimport (
+    RuleSums, Scratch, gradient_down_pass, gradient_scratch, gradient_up_pass, rule_sums,
+)
 
 
 cdef struct Linear:
@@ -207,6 +207,37 @@ cdef Linear linear_from(const int64_t[::1] start, const int64_t[::1] feature,
     return lin
 
 
+cdef struct PiecewiseSums:
+    RuleSums rules  # first: gradient_scratch reads its size
+    Linear lin
+
+
+cdef struct PiecewiseScratch:
+    Scratch* sc
+    double* eps_sum  # (m,)
+
+
+cdef void* piecewise_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef PiecewiseScratch* s = <PiecewiseScratch*> take(mem, sizeof(PiecewiseScratch))
+    if s != NULL:
+        s.sc = <Scratch*> gradient_scratch(work, mem)
+        s.eps_sum = <double*> take(mem, (<const RuleSums*> work).size.m * sizeof(double))
+    return s
+
+
+cdef void piecewise_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                         Interrupt* stop) noexcept nogil:
+    cdef PiecewiseSums w = (<const PiecewiseSums*> work)[0]
+    cdef const RuleSums* r = &w.rules
+    cdef double* eps_sum = (<const PiecewiseScratch*> scratch).eps_sum
+    cdef Scratch sc = (<const PiecewiseScratch*> scratch).sc[0]  # a copy: see the driver
+    cdef int64_t i, t
+    for i in range(lo, hi):
+        for t in range(r.n_trees):
+            tree_piecewise(&r.f, &w.lin, r.trees[t], row_at(&r.rows, i), r.points, r.weights,
+                           r.size.m, &sc, eps_sum, output_row(&r.out, i, 0))
+
+
 def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ratio,
                          const double[:, ::1] leaf_const, const double[:, ::1] fallback,
                          const int64_t[::1] linear_start, const int64_t[::1] linear_feature,
@@ -221,35 +252,18 @@ def piecewise_semivalues(ens, const double[:, ::1] X, const double[::1] cover_ra
     ``cover_ratio`` replaces the ensemble's own (covers from background
     data); ``leaf_const`` holds c_l = b_l + sum_k a_lk mu_lk.
     """
-    cdef Forest f = forest_from(ens)
-    cdef Linear lin = linear_from(linear_start, linear_feature, linear_coef, linear_mean,
-                                  linear_node, leaf_const, fallback)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t m = points.shape[0]
-    cdef Py_ssize_t i
-    cdef int64_t t
-    cdef Scratch sc
-    cdef double* eps_sum
-    cdef Interrupt stop = interrupt_new()
-    if cover_ratio.shape[0] != f.n_nodes or leaf_const.shape[0] != f.n_nodes:
+    cdef PiecewiseSums w
+    w.rules = rule_sums(ens, X, points, weights, trees, out)
+    if cover_ratio.shape[0] != w.rules.f.n_nodes or leaf_const.shape[0] != w.rules.f.n_nodes:
         raise ValueError("cover_ratio and leaf_const need one entry per node")
-    if linear_feature.shape[0] and f.n_values != 1:
+    if linear_feature.shape[0] and w.rules.f.n_values != 1:
         raise ValueError("linear leaves need one value per leaf")
-    f.ratio = &cover_ratio[0]
-    if n_rows == 0 or trees.shape[0] == 0:
+    w.rules.f.ratio = &cover_ratio[0]
+    w.lin = linear_from(linear_start, linear_feature, linear_coef, linear_mean, linear_node,
+                        leaf_const, fallback)
+    if X.shape[0] == 0 or trees.shape[0] == 0:
         return
-    with nogil, parallel(num_threads=n_threads):
-        sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
-        eps_sum = <double*> take(&sc.mem, m * sizeof(double))
-        scratch_ready(&stop, &sc.mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if interrupted(&stop):
-                continue
-            for t in range(trees.shape[0]):
-                tree_piecewise(&f, &lin, trees[t], &X[i, 0], &points[0], &weights[0], m,
-                               &sc, eps_sum, &out[i, 0, 0])
-        buffers_free(&sc.mem)
-    interrupt_raise(&stop)
+    parallel_units(X.shape[0], 16, piecewise_scratch, piecewise_rows, &w, n_threads)
 
 
 def linear_structure(ens, const int64_t[::1] linear_start, const int64_t[::1] linear_feature):
@@ -291,6 +305,46 @@ def linear_structure(ens, const int64_t[::1] linear_start, const int64_t[::1] li
     return np.asarray(node), np.asarray(leaf_dim)
 
 
+cdef struct Statistics:
+    Forest f
+    Rows background
+    const double* weight
+    const int64_t* linear_start
+    const int64_t* linear_feature
+    double* cover
+    double* complete
+    double* entry_sum
+
+
+cdef void statistics_trees(void* work, int64_t lo, int64_t hi, void* scratch,
+                           Interrupt* stop) noexcept nogil:
+    """Trees lo:hi, every background row: the nodes of different trees are
+    disjoint, so no thread writes where another does."""
+    cdef Statistics w = (<const Statistics*> work)[0]
+    cdef int64_t t, i, node, e
+    cdef const double* x
+    cdef bint ok
+    for t in range(lo, hi):
+        for i in range(w.background.n):
+            x = row_at(&w.background, i)
+            node = w.f.tree_start[t]
+            w.cover[node] += w.weight[i]
+            while w.f.left[node] >= 0:
+                node = next_node(&w.f, node, x)
+                w.cover[node] += w.weight[i]
+            if w.linear_start[node] == w.linear_start[node + 1]:
+                continue
+            ok = True
+            for e in range(w.linear_start[node], w.linear_start[node + 1]):
+                if isnan(x[w.linear_feature[e]]):
+                    ok = False
+                    break
+            if ok:
+                w.complete[node] += w.weight[i]
+                for e in range(w.linear_start[node], w.linear_start[node + 1]):
+                    w.entry_sum[e] += w.weight[i] * x[w.linear_feature[e]]
+
+
 def leaf_statistics(ens, const double[:, ::1] B, const double[::1] weight,
                     const int64_t[::1] linear_start, const int64_t[::1] linear_feature,
                     int n_threads):
@@ -301,37 +355,56 @@ def leaf_statistics(ens, const double[:, ::1] B, const double[::1] weight,
     features are all non-NaN; ``entry_sum`` (n_entries,): per linear entry,
     the weighted sum of its feature over those complete rows.
     """
-    cdef Forest f = forest_from(ens)
-    cdef double[::1] cover = np.zeros(f.n_nodes)
-    cdef double[::1] complete = np.zeros(f.n_nodes)
+    cdef Statistics w
+    w.f = forest_from(ens)
+    cdef double[::1] cover = np.zeros(w.f.n_nodes)
+    cdef double[::1] complete = np.zeros(w.f.n_nodes)
     cdef double[::1] entry_sum = np.zeros(linear_feature.shape[0])
-    cdef Py_ssize_t n_rows = B.shape[0]
-    cdef Py_ssize_t t
-    cdef int64_t i, node, e
-    cdef bint ok
-    if n_rows == 0:
+    if B.shape[0] == 0:
         return np.asarray(cover), np.asarray(complete), np.asarray(entry_sum)
-    # by tree: the nodes of different trees are disjoint, so no thread
-    # writes where another does
-    for t in prange(f.n_trees, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        for i in range(n_rows):
-            node = f.tree_start[t]
-            cover[node] += weight[i]
-            while f.left[node] >= 0:
-                node = next_node(&f, node, &B[i, 0])
-                cover[node] += weight[i]
-            if linear_start[node] == linear_start[node + 1]:
-                continue
-            ok = True
-            for e in range(linear_start[node], linear_start[node + 1]):
-                if isnan(B[i, linear_feature[e]]):
-                    ok = False
-                    break
-            if ok:
-                complete[node] += weight[i]
-                for e in range(linear_start[node], linear_start[node + 1]):
-                    entry_sum[e] += weight[i] * B[i, linear_feature[e]]
+    w = Statistics(f=w.f, background=rows_of(B), weight=&weight[0],
+                   linear_start=&linear_start[0], linear_feature=&linear_feature[0],
+                   cover=&cover[0], complete=&complete[0], entry_sum=&entry_sum[0])
+    parallel_units(w.f.n_trees, 1, NULL, statistics_trees, &w, n_threads)
     return np.asarray(cover), np.asarray(complete), np.asarray(entry_sum)
+
+
+cdef struct LinearPredictions:
+    Forest f
+    Linear lin
+    Rows rows
+    double* out  # (rows, width)
+    int64_t width
+
+
+cdef void linear_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    cdef LinearPredictions w = (<const LinearPredictions*> work)[0]
+    cdef const Forest* f = &w.f
+    cdef const int64_t* start = w.lin.start
+    cdef int64_t i, t, node, e
+    cdef double acc
+    cdef const double* x
+    cdef double* row
+    cdef bint nan_found
+    for i in range(lo, hi):
+        x = row_at(&w.rows, i)
+        row = w.out + i * w.width
+        for t in range(f.n_trees):
+            node = leaf_of(f, t, x)
+            if start[node] < start[node + 1]:  # one value per leaf
+                acc = f.value[node]
+                nan_found = False
+                for e in range(start[node], start[node + 1]):
+                    if isnan(x[w.lin.feature[e]]):
+                        nan_found = True
+                        break
+                    acc = acc + w.lin.coef[e] * x[w.lin.feature[e]]
+                if nan_found:
+                    acc = w.lin.fallback[node * f.n_values]
+                row[f.tree_output[t]] += acc
+            else:
+                add_leaf_value(f, t, node, row)
 
 
 def predict_linear(ens, const double[:, ::1] X, const int64_t[::1] linear_start,
@@ -339,29 +412,20 @@ def predict_linear(ens, const double[:, ::1] X, const int64_t[::1] linear_start,
                    const double[:, ::1] fallback, int n_threads):
     """f(x) with linear leaves: b_l + sum_k a_lk x_k, or fb_l if one of the
     x_k is NaN. Shape (n_rows, n_outputs), base value included."""
-    cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value, dtype=np.float64), (n_rows, 1))
-    cdef Py_ssize_t i
-    cdef int64_t t, node, w, e
-    cdef double acc
-    cdef bint nan_found
-    for i in prange(n_rows, nogil=True, num_threads=n_threads, schedule="static"):
-        for t in range(f.n_trees):
-            node = leaf_of(&f, t, &X[i, 0])
-            if linear_start[node] < linear_start[node + 1]:  # one value per leaf
-                acc = f.value[node]
-                nan_found = False
-                for e in range(linear_start[node], linear_start[node + 1]):
-                    if isnan(X[i, linear_feature[e]]):
-                        nan_found = True
-                        break
-                    acc = acc + linear_coef[e] * X[i, linear_feature[e]]
-                if nan_found:
-                    acc = fallback[node, 0]
-                out[i, f.tree_output[t]] += acc
-            else:
-                add_leaf_value(&f, t, node, &out[i, 0])
+    cdef LinearPredictions w
+    cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value, dtype=np.float64),
+                                      (X.shape[0], 1))
+    if X.shape[0] == 0:
+        return np.asarray(out)
+    w.f = forest_from(ens)
+    w.lin.start = &linear_start[0]
+    w.lin.feature = &linear_feature[0]
+    w.lin.coef = &linear_coef[0]
+    w.lin.fallback = &fallback[0, 0]
+    w.rows = rows_of(X)
+    w.out = &out[0, 0]
+    w.width = out.shape[1]
+    parallel_units(X.shape[0], 64, NULL, linear_rows, &w, n_threads)
     return np.asarray(out)
 
 
@@ -446,6 +510,85 @@ def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] 
         np.asarray(entry_slot)
 
 
+cdef struct LinearTables:
+    size_t scratch_bytes  # first (bytes_scratch): fac, prefix, others, max_dim + 1 each
+    Patterns p
+    const int64_t* ext_dim
+    const int64_t* ext_start
+    const double* ext_ratio
+    const int64_t* entry_slot
+    const int64_t* linear_start
+    const double* linear_coef
+    const double* linear_mean
+    const double* leaf_const  # (n_nodes, n_values): c_l at [k * n_values]
+    int64_t n_values
+    Tables tables
+    const double* points
+    const double* weights
+    int64_t m
+    int64_t max_dim
+
+
+cdef void linear_table_leaves(void* work, int64_t lo, int64_t hi, void* scratch,
+                              Interrupt* stop) noexcept nogil:
+    cdef LinearTables w = (<const LinearTables*> work)[0]
+    cdef double* fac = <double*> scratch
+    cdef double* prefix = fac + (w.max_dim + 1)
+    cdef double* others = fac + 2 * (w.max_dim + 1)
+    cdef int64_t i, v, k, d, dp, ne, block, A, b, c, l, e, s, e0
+    cdef LinearLeaf leaf
+    cdef double tl, wl, c_l, inv, a_s
+    cdef const double* r
+    cdef double* row
+    for i in range(lo, hi):
+        v = w.tables.selected[i]
+        leaf = linear_leaf(&w.p, v, w.ext_dim, w.linear_start)
+        k = leaf.node
+        d = w.p.dim[v]
+        dp = leaf.n_slots
+        e0 = leaf.first
+        ne = leaf.n_entries
+        block = leaf.width
+        r = &w.ext_ratio[w.ext_start[v]]
+        c_l = w.leaf_const[k * w.n_values]
+        for A in range(1 << d):
+            row = &w.tables.data[w.tables.start[i] + A * block]
+            for l in range(w.m):
+                tl = w.points[l]
+                wl = w.weights[l]
+                for c in range(dp):
+                    if c < d:
+                        fac[c] = (1.0 - tl) * r[c] + tl * ((A >> c) & 1)
+                    else:
+                        fac[c] = 1.0
+                # others[b] = prod_{c != b} fac[c], by prefix and suffix products
+                prefix[0] = 1.0
+                for c in range(dp):
+                    prefix[c + 1] = prefix[c] * fac[c]
+                inv = 1.0  # running suffix product
+                for c in range(dp - 1, -1, -1):
+                    others[c] = prefix[c] * inv
+                    inv = inv * fac[c]
+                for b in range(d):
+                    row[b] += wl * (((A >> b) & 1) - r[b]) * others[b] * c_l
+                for e in range(ne):
+                    s = w.entry_slot[e0 + e]
+                    a_s = ((A >> s) & 1) if s < d else 1.0
+                    if a_s == 0.0:
+                        continue
+                    inv = 1.0 / fac[s]
+                    for b in range(d):
+                        if b != s:
+                            row[dp + b * ne + e] += (wl * w.linear_coef[e0 + e]
+                                                     * (((A >> b) & 1) - r[b])
+                                                     * tl * others[b] * inv)
+                    row[dp + s * ne + e] += wl * w.linear_coef[e0 + e] * others[s]
+            # fold the row-independent part -mu_e of the multipliers into row 0
+            for b in range(dp):
+                for e in range(ne):
+                    row[b] -= w.linear_mean[e0 + e] * row[dp + b * ne + e]
+
+
 def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_start,
                   const double[::1] ext_ratio, const int64_t[::1] entry_slot,
                   const int64_t[::1] linear_start, const double[::1] linear_coef,
@@ -455,86 +598,26 @@ def linear_tables(structure, const int64_t[::1] ext_dim, const int64_t[::1] ext_
                   const double[::1] weights, int n_threads):
     """The tables of the given leaves (indices into the structure's leaf arrays);
     leaf ``leaves[i]``'s block starts at ``table_start[i]``."""
-    cdef Patterns p = patterns_from(structure)
     cdef int64_t n_leaves = leaves.shape[0]
     cdef double[::1] tables = np.zeros(table_start[n_leaves] if n_leaves else 0)
-    cdef int64_t m = points.shape[0]
-    cdef int64_t max_dim = int(np.max(ext_dim)) if ext_dim.shape[0] else 1
-    cdef Py_ssize_t i
-    cdef int64_t v, k, d, dp, ne, block, A, b, c, l, e, s, e0
-    cdef LinearLeaf leaf
-    cdef double tl, wl, c_l, inv, a_s
-    cdef const double* r
-    cdef double* row
-    cdef double* fac
-    cdef double* prefix
-    cdef double* others
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        fac = <double*> take(&mem, 3 * (max_dim + 1) * sizeof(double))
-        scratch_ready(&stop, &mem)
-        prefix = fac + (max_dim + 1)
-        others = fac + 2 * (max_dim + 1)
-        for i in prange(n_leaves, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            v = leaves[i]
-            leaf = linear_leaf(&p, v, &ext_dim[0], &linear_start[0])
-            k = leaf.node
-            d = p.dim[v]
-            dp = leaf.n_slots
-            e0 = leaf.first
-            ne = leaf.n_entries
-            block = leaf.width
-            r = &ext_ratio[ext_start[v]]
-            c_l = leaf_const[k, 0]
-            for A in range(1 << d):
-                row = &tables[table_start[i] + A * block]
-                for l in range(m):
-                    tl = points[l]
-                    wl = weights[l]
-                    for c in range(dp):
-                        if c < d:
-                            fac[c] = (1.0 - tl) * r[c] + tl * ((A >> c) & 1)
-                        else:
-                            fac[c] = 1.0
-                    # others[b] = prod_{c != b} fac[c], by prefix and suffix products
-                    prefix[0] = 1.0
-                    for c in range(dp):
-                        prefix[c + 1] = prefix[c] * fac[c]
-                    inv = 1.0  # running suffix product
-                    for c in range(dp - 1, -1, -1):
-                        others[c] = prefix[c] * inv
-                        inv = inv * fac[c]
-                    for b in range(d):
-                        row[b] += wl * (((A >> b) & 1) - r[b]) * others[b] * c_l
-                    for e in range(ne):
-                        s = entry_slot[e0 + e]
-                        a_s = ((A >> s) & 1) if s < d else 1.0
-                        if a_s == 0.0:
-                            continue
-                        inv = 1.0 / fac[s]
-                        for b in range(d):
-                            if b != s:
-                                row[dp + b * ne + e] += (wl * linear_coef[e0 + e]
-                                                         * (((A >> b) & 1) - r[b])
-                                                         * tl * others[b] * inv)
-                        row[dp + s * ne + e] += wl * linear_coef[e0 + e] * others[s]
-                # fold the row-independent part -mu_e of the multipliers into row 0
-                for b in range(dp):
-                    for e in range(ne):
-                        row[b] -= linear_mean[e0 + e] * row[dp + b * ne + e]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    cdef LinearTables w
+    if n_leaves == 0:
+        return np.asarray(tables)
+    max_dim = int(np.max(ext_dim)) if ext_dim.shape[0] else 1
+    w = LinearTables(
+        scratch_bytes=3 * (max_dim + 1) * sizeof(double), p=patterns_from(structure),
+        ext_dim=&ext_dim[0], ext_start=&ext_start[0], ext_ratio=&ext_ratio[0],
+        entry_slot=&entry_slot[0], linear_start=&linear_start[0], linear_coef=&linear_coef[0],
+        linear_mean=&linear_mean[0], leaf_const=&leaf_const[0, 0], n_values=leaf_const.shape[1],
+        tables=tables_of(leaves, table_start, tables), points=&points[0], weights=&weights[0],
+        m=points.shape[0], max_dim=max_dim)
+    parallel_units(n_leaves, 1, bytes_scratch, linear_table_leaves, &w, n_threads)
     return np.asarray(tables)
 
 
 cdef struct LinearSums:
     Patterns p
-    const double* X
-    int64_t stride                # X's row stride
+    Rows rows
     const double* tables
     const int64_t* table_start    # by leaf
     const int64_t* ext_dim
@@ -577,7 +660,7 @@ cdef void linear_block(void* work, Forest f, TreeBlock tb) noexcept nogil:
             # the multipliers x_k (0 where x does not follow k's
             # edges: the table entries are 0 there too)
             for e in range(ne):
-                acc[e] = s.X[i * s.stride + s.linear_feature[e0 + e]]
+                acc[e] = row_at(&s.rows, i)[s.linear_feature[e0 + e]]
             entry_row = row + dp
             for b in range(dp):
                 mult = row[b]
@@ -604,8 +687,7 @@ def linear_pattern_values(ens, const double[:, ::1] X, structure, const int64_t[
     cdef int64_t max_entries = (int(np.max(np.diff(linear_start)))
                                 if linear_start.shape[0] > 1 else 1)
     s.p = patterns_from(structure)
-    s.X = &X[0, 0]
-    s.stride = X.shape[1]
+    s.rows = rows_of(X)
     s.tables = &tables[0]
     s.table_start = &table_start[0]
     s.ext_dim = &ext_dim[0]

@@ -2,57 +2,79 @@
 # loops stop on Ctrl-C (``interrupted``, polled once per ROWS_PER_POLL rows).
 import numpy as np
 
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
+
+from ._common cimport Rows, parallel_units, row_at, rows_of
+from ._forest cimport Forest, Interrupt, add_leaf_value, forest_from, leaf_of
 
 cdef enum:
     ROWS_PER_POLL = 64  # a clock read per row would cost a third of a small model's row
 
-from ._forest cimport (
-    Forest, Interrupt, add_leaf_value, forest_from, interrupt_new, interrupt_raise, interrupted,
-    leaf_of,
-)
+cdef enum Reading:
+    RAW          # add the leaf values to the row's outputs
+    LEAF_VALUE   # the leaf's value per tree
+    LEAF         # the leaf's node per tree
+
+
+cdef struct Routes:
+    Forest f
+    Rows rows
+    Reading reading
+    double* values   # RAW: (rows, width = outputs); LEAF_VALUE: (rows, width = trees)
+    int64_t* leaves  # LEAF: (rows, width = trees)
+    int64_t width
+
+
+cdef void route_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                     Interrupt* stop) noexcept nogil:
+    cdef Routes w = (<const Routes*> work)[0]
+    cdef int64_t i, t, leaf
+    for i in range(lo, hi):
+        for t in range(w.f.n_trees):
+            leaf = leaf_of(&w.f, t, row_at(&w.rows, i))
+            if w.reading == RAW:
+                add_leaf_value(&w.f, t, leaf, w.values + i * w.width)
+            elif w.reading == LEAF_VALUE:
+                w.values[i * w.width + t] = w.f.value[leaf]
+            else:
+                w.leaves[i * w.width + t] = leaf
+
+
+cdef route(ens, const double[:, ::1] X, Reading reading, out, int n_threads):
+    cdef Routes w
+    cdef double[:, ::1] values
+    cdef int64_t[:, ::1] leaves
+    w.f = forest_from(ens)
+    w.rows = rows_of(X)
+    w.reading = reading
+    w.width = out.shape[1]
+    w.values = NULL
+    w.leaves = NULL
+    if X.shape[0] == 0:
+        return out
+    if reading == LEAF:
+        leaves = out
+        w.leaves = &leaves[0, 0]
+    else:
+        values = out
+        w.values = &values[0, 0]
+    parallel_units(X.shape[0], ROWS_PER_POLL, NULL, route_rows, &w, n_threads)
+    return out
 
 
 def predict_raw(ens, const double[:, ::1] X, int n_threads):
     """f(x) in the model's raw (margin) space, shape (n_rows, n_outputs)."""
-    cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef double[:, ::1] out = np.tile(np.asarray(ens.base_value), (n_rows, 1))
-    cdef Py_ssize_t i, c
-    cdef int64_t t
-    cdef Interrupt stop = interrupt_new()
-    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
-                    num_threads=n_threads, schedule="static"):
-        if interrupted(&stop):
-            continue
-        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
-            for t in range(f.n_trees):
-                add_leaf_value(&f, t, leaf_of(&f, t, &X[i, 0]), &out[i, 0])
-    interrupt_raise(&stop)
-    return np.asarray(out)
+    return route(ens, X, RAW, np.tile(np.asarray(ens.base_value, dtype=np.float64),
+                                      (X.shape[0], 1)), n_threads)
 
 
 def leaf_values(ens, const double[:, ::1] X, int n_threads):
     """The value of the leaf each row reaches in each tree, shape (n_rows, n_trees)
     (single-value leaves)."""
-    cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef double[:, ::1] out = np.empty((n_rows, f.n_trees))
-    cdef Py_ssize_t i, c
-    cdef int64_t t
-    cdef Interrupt stop = interrupt_new()
-    if f.n_values != 1:
+    if forest_from(ens).n_values != 1:
         raise ValueError("leaf_values needs one value per leaf")
-    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
-                    num_threads=n_threads, schedule="static"):
-        if interrupted(&stop):
-            continue
-        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
-            for t in range(f.n_trees):
-                out[i, t] = f.value[leaf_of(&f, t, &X[i, 0])]
-    interrupt_raise(&stop)
-    return np.asarray(out)
+    return route(ens, X, LEAF_VALUE, np.empty((X.shape[0], len(ens.tree_start) - 1)),
+                 n_threads)
 
 
 def node_means(ens):
@@ -78,18 +100,5 @@ def node_means(ens):
 def apply(ens, const double[:, ::1] X, int n_threads):
     """The leaf (global node index) each row reaches in each tree, shape
     (n_rows, n_trees), routed by ``next_node`` exactly as ``predict_raw``."""
-    cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t[:, ::1] out = np.empty((n_rows, f.n_trees), dtype=np.int64)
-    cdef Py_ssize_t i, c
-    cdef int64_t t
-    cdef Interrupt stop = interrupt_new()
-    for c in prange((n_rows + ROWS_PER_POLL - 1) // ROWS_PER_POLL, nogil=True,
-                    num_threads=n_threads, schedule="static"):
-        if interrupted(&stop):
-            continue
-        for i in range(c * ROWS_PER_POLL, min(n_rows, (c + 1) * ROWS_PER_POLL)):
-            for t in range(f.n_trees):
-                out[i, t] = leaf_of(&f, t, &X[i, 0])
-    interrupt_raise(&stop)
-    return np.asarray(out)
+    return route(ens, X, LEAF, np.empty((X.shape[0], len(ens.tree_start) - 1), dtype=np.int64),
+                 n_threads)

@@ -39,16 +39,12 @@
 # ensembles; Sh[(m - c)^2] = Sh[m^2] - 2 c Sh[m] for a constant c).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
-from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, block_leaf_patterns
-from ._forest cimport (
-    Forest, Patterns, forest_from, patterns_from,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
-from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
+from ._common cimport Buffers, Rows, block_leaf_patterns, parallel_units, row_at, rows_of, take
+from ._forest cimport Forest, Interrupt, Patterns, forest_from, interrupted, patterns_from
+from ._semivalues cimport Scratch, scratch_take, tree_gradient_uniform
 
 
 cdef struct PairScratch:
@@ -64,31 +60,45 @@ cdef struct PairScratch:
     double* excluded      # leaf terms of B_w whose path splits on the slot's feature, (slots, m)
     double* product       # (m,)
     double* weights       # (m,)
-    Buffers mem  # owns every array above
 
 
-cdef PairScratch pair_alloc(int64_t n_features, int64_t n_slots, int64_t m) noexcept nogil:
-    cdef PairScratch ps
-    ps.mem = buffers_new()
+cdef PairScratch* pair_take(Buffers* mem, int64_t n_features, int64_t n_slots,
+                            int64_t m) noexcept nogil:
+    """A PairScratch from ``mem``; ``slot_of`` all -1."""
+    cdef PairScratch* ps = <PairScratch*> take(mem, sizeof(PairScratch))
     cdef int64_t j
-    ps.slot_of = <int64_t*> take(&ps.mem, n_features * sizeof(int64_t))
-    ps.slot_feature = <int64_t*> take(&ps.mem, n_slots * sizeof(int64_t))
-    ps.r1 = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.x1 = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.prefix_r = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.prefix_x = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.base_r = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.base_x = <double*> take(&ps.mem, n_slots * sizeof(double))
-    ps.base_factor = <double*> take(&ps.mem, n_slots * m * sizeof(double))
-    ps.excluded = <double*> take(&ps.mem, n_slots * m * sizeof(double))
-    ps.product = <double*> take(&ps.mem, m * sizeof(double))
-    ps.weights = <double*> take(&ps.mem, m * sizeof(double))
-    if not ps.mem.failed:
+    if ps == NULL:
+        return NULL
+    ps.slot_of = <int64_t*> take(mem, n_features * sizeof(int64_t))
+    ps.slot_feature = <int64_t*> take(mem, n_slots * sizeof(int64_t))
+    ps.r1 = <double*> take(mem, n_slots * sizeof(double))
+    ps.x1 = <double*> take(mem, n_slots * sizeof(double))
+    ps.prefix_r = <double*> take(mem, n_slots * sizeof(double))
+    ps.prefix_x = <double*> take(mem, n_slots * sizeof(double))
+    ps.base_r = <double*> take(mem, n_slots * sizeof(double))
+    ps.base_x = <double*> take(mem, n_slots * sizeof(double))
+    ps.base_factor = <double*> take(mem, n_slots * m * sizeof(double))
+    ps.excluded = <double*> take(mem, n_slots * m * sizeof(double))
+    ps.product = <double*> take(mem, m * sizeof(double))
+    ps.weights = <double*> take(mem, m * sizeof(double))
+    if ps.slot_of != NULL:
         for j in range(n_features):
             ps.slot_of[j] = -1
     return ps
 
 
+
+
+cdef inline int64_t edge_slot(const Forest* f, const PairScratch* ps, int64_t start, int64_t k,
+                              double* r1, double* x1, int64_t* q) noexcept nogil:
+    """The slot in l1's path of the feature of the edge into node k (-1 if
+    none) and l1's R and X on that feature (1 if none); ``q`` the local index
+    of the edge's nearest ancestor edge on the same feature (-1 if none)."""
+    cdef int64_t sl = ps.slot_of[f.feature[f.parent[k]]]
+    r1[0] = ps.r1[sl] if sl >= 0 else 1.0
+    x1[0] = ps.x1[sl] if sl >= 0 else 1.0
+    q[0] = f.prev_same[k] - start if f.prev_same[k] >= 0 else -1
+    return sl
 
 
 cdef void cross_pairs(
@@ -117,11 +127,7 @@ cdef void cross_pairs(
                 prod[kk * m + l] = ps.product[l]
         else:
             pl = f.parent[k] - start
-            j = f.feature[f.parent[k]]
-            sl = ps.slot_of[j]
-            r1 = ps.r1[sl] if sl >= 0 else 1.0
-            x1 = ps.x1[sl] if sl >= 0 else 1.0
-            q = f.prev_same[k] - start if f.prev_same[k] >= 0 else -1
+            sl = edge_slot(f, ps, start, k, &r1, &x1, &q)
             rk = r1 * sc.ratio_prod[kk]
             xk = x1 * sc.follow_prod[kk]
             for l in range(m):
@@ -147,10 +153,7 @@ cdef void cross_pairs(
         k = start + kk
         pl = f.parent[k] - start
         j = f.feature[f.parent[k]]
-        sl = ps.slot_of[j]
-        r1 = ps.r1[sl] if sl >= 0 else 1.0
-        x1 = ps.x1[sl] if sl >= 0 else 1.0
-        q = f.prev_same[k] - start if f.prev_same[k] >= 0 else -1
+        sl = edge_slot(f, ps, start, k, &r1, &x1, &q)
         d = x1 * sc.follow_prod[kk] - r1 * sc.ratio_prod[kk]
         acc = 0.0
         for l in range(m):
@@ -363,19 +366,21 @@ cdef struct RowScratch:
     uint64_t* pattern        # per node
     uint64_t* leaf_pattern   # per leaf
     uint8_t* left_taken      # per node
-    Buffers mem  # owns every array above
 
 
-cdef RowScratch row_alloc(int64_t n_leaves, int64_t n_nodes, int64_t m) noexcept nogil:
-    cdef RowScratch rs
-    rs.mem = buffers_new()
-    rs.V = <double*> take(&rs.mem, n_leaves * m * sizeof(double))
-    rs.Q = <double*> take(&rs.mem, n_leaves * m * sizeof(double))
-    rs.P = <double*> take(&rs.mem, m * sizeof(double))
-    rs.wP = <double*> take(&rs.mem, m * sizeof(double))
-    rs.pattern = <uint64_t*> take(&rs.mem, n_nodes * sizeof(uint64_t))
-    rs.leaf_pattern = <uint64_t*> take(&rs.mem, n_leaves * sizeof(uint64_t))
-    rs.left_taken = <uint8_t*> take(&rs.mem, n_nodes * sizeof(uint8_t))
+cdef RowScratch* row_take(Buffers* mem, int64_t n_leaves, int64_t n_nodes,
+                          int64_t m) noexcept nogil:
+    """A RowScratch from ``mem``."""
+    cdef RowScratch* rs = <RowScratch*> take(mem, sizeof(RowScratch))
+    if rs == NULL:
+        return NULL
+    rs.V = <double*> take(mem, n_leaves * m * sizeof(double))
+    rs.Q = <double*> take(mem, n_leaves * m * sizeof(double))
+    rs.P = <double*> take(mem, m * sizeof(double))
+    rs.wP = <double*> take(mem, m * sizeof(double))
+    rs.pattern = <uint64_t*> take(mem, n_nodes * sizeof(uint64_t))
+    rs.leaf_pattern = <uint64_t*> take(mem, n_leaves * sizeof(uint64_t))
+    rs.left_taken = <uint8_t*> take(mem, n_nodes * sizeof(uint8_t))
     return rs
 
 
@@ -567,7 +572,7 @@ def _plan_blocks(const int64_t[::1] dim, const int64_t[::1] slot_start,
             np.array(segments, dtype=np.int64).reshape(-1, 5))
 
 
-cdef inline void pair_sums(
+cdef inline void pair_sums "r2shap_pair_sums"(
     int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs,
     const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
     const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
@@ -625,6 +630,25 @@ cdef inline void pair_sums(
         l2_first = l1 + 1
 
 
+cdef extern from *:
+    """
+    /* pair_sums with a constant m, 3 to 10 (pair_block) */
+    #define r2shap_pair_case(k, ...) case k: r2shap_pair_sums(__VA_ARGS__, k); break;
+    #define r2shap_pair_sums_by_m(m, ...) switch (m) { \
+        r2shap_pair_case(3, __VA_ARGS__) r2shap_pair_case(4, __VA_ARGS__) \
+        r2shap_pair_case(5, __VA_ARGS__) r2shap_pair_case(6, __VA_ARGS__) \
+        r2shap_pair_case(7, __VA_ARGS__) r2shap_pair_case(8, __VA_ARGS__) \
+        r2shap_pair_case(9, __VA_ARGS__) r2shap_pair_case(10, __VA_ARGS__) \
+        default: r2shap_pair_sums(__VA_ARGS__, m); }
+    """
+    void pair_sums_by_m "r2shap_pair_sums_by_m"(
+        int64_t m, int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs,
+        const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
+        const int64_t* entry_feature, const int32_t* offset, const double* psi_table,
+        const double* kappa_table, const uint64_t* leaf_pattern, const double* V, double* Q,
+        double c, double* out) noexcept nogil
+
+
 cdef void pair_block(
     int64_t n_leaves, int64_t l1_begin, int64_t l2_begin, int64_t n_pairs,
     const int64_t* pair_start, const uint8_t* bit1, const uint8_t* bit2,
@@ -635,34 +659,9 @@ cdef void pair_block(
     """pair_sums of one block with c = 2 scale; a constant m lets the compiler
     specialise pair_sums and unroll its loops over the nodes (1.2-1.3x with
     GCC 12, which clones it for these m)."""
-    cdef double c = 2.0 * scale
-    if m == 3:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 3)
-    elif m == 4:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 4)
-    elif m == 5:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 5)
-    elif m == 6:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 6)
-    elif m == 7:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 7)
-    elif m == 8:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 8)
-    elif m == 9:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 9)
-    elif m == 10:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, 10)
-    else:
-        pair_sums(n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
-                  entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q, c, out, m)
+    pair_sums_by_m(m, n_leaves, l1_begin, l2_begin, n_pairs, pair_start, bit1, bit2,
+                   entry_feature, offset, psi_table, kappa_table, leaf_pattern, V, Q,
+                   2.0 * scale, out)
 
 
 cdef void leaf_products(
@@ -762,35 +761,248 @@ cdef void tree_square_pairs(
                  neg_inv_1mt, m, scale, linear, rs.V, rs.Q, rs.wP, out)
 
 
-cdef void build_block(
-    int64_t n_leaves, const int64_t* segments, int64_t seg_begin, int64_t seg_end,
-    const int64_t* dim, const int64_t* slot_start, const int64_t* feature, const double* ratio,
-    const LeafTables* lt, int64_t m, int64_t n_features, int64_t* pair_start, uint8_t* bit1,
-    uint8_t* bit2, int64_t* entry_feature, int32_t* offset, double* psi11, double* kappa11,
-    const double* points, const double* weights, int n_threads, Interrupt* stop,
-) noexcept nogil:
-    """One block's tables (pair_entries), its segments
-    [seg_begin, seg_end) (rows of _plan_blocks' ``segments``) in parallel;
-    each entry is written by one segment, so the tables do not depend on
-    the threads. The caller writes pair_start[block's pairs]."""
-    cdef int64_t sg, k
-    cdef int64_t* slot_of
+cdef struct TreeSquares:
+    # the call's
+    Forest f
+    Patterns pt
+    Rows rows
+    const double* square_coef  # (rows, n_trees)
+    const double* linear_coef
+    const double* rho          # per leaf of the structure
+    int64_t m                  # the ensemble's rule (the walk's scratch)
+    int64_t n_slots
+    double* out                # (rows, n_features)
+    # the tree's (tree_square_pairs)
+    int64_t t
+    int64_t mt
+    int64_t ls                 # its first leaf, leaves, first slot, slots
+    int64_t n_leaves
+    int64_t base
+    int64_t leaf_slots
+    const double* points       # its rule
+    const double* weights
+    const double* neg_inv_1mt
+    LeafTables* lt
+    # the tables of one block (and its plan)
+    int64_t* pair_start
+    uint8_t* bit1
+    uint8_t* bit2
+    int64_t* entry_feature
+    int32_t* offset
+    double* psi_table
+    double* kappa_table
+    const int64_t* block       # _plan_blocks' rows, 5 wide
+    const int64_t* segment
+    int64_t n_blocks
+    int64_t seg_begin          # the segments of a one-block tree start here
+    # trees of several blocks: groups of rows, each thread with its own tables
+    int64_t n_group_rows
+    int64_t n_block_entries
+    int64_t n_block_pairs
+
+
+cdef void* slot_scratch(void* work, Buffers* mem) noexcept nogil:
+    """pair_entries' slot_of: one per feature, all -1."""
+    cdef int64_t n = max(1, (<const TreeSquares*> work).f.n_features), k
+    cdef int64_t* slot_of = <int64_t*> take(mem, n * sizeof(int64_t))
+    if slot_of != NULL:
+        for k in range(n):
+            slot_of[k] = -1
+    return slot_of
+
+
+cdef void segment_tables(void* work, int64_t lo, int64_t hi, void* scratch,
+                         Interrupt* stop) noexcept nogil:
+    """Segments seg_begin + lo:hi of a one-block tree's tables (pair_entries);
+    each entry is written by one segment, so the tables do not depend on the
+    threads. The caller writes pair_start[block's pairs]."""
+    cdef TreeSquares w = (<const TreeSquares*> work)[0]
+    cdef int64_t prefix = w.mt + w.leaf_slots * w.mt
+    cdef int64_t sg
     cdef const int64_t* seg
-    cdef Buffers mem
-    with parallel(num_threads=n_threads):
-        mem = buffers_new()
-        slot_of = <int64_t*> take(&mem, max(1, n_features) * sizeof(int64_t))
-        if scratch_ready(stop, &mem):
-            for k in range(n_features):
-                slot_of[k] = -1
-        for sg in prange(seg_begin, seg_end, schedule="dynamic", chunksize=1):
-            if interrupted(stop):
+    for sg in range(w.seg_begin + lo, w.seg_begin + hi):
+        seg = w.segment + 5 * sg
+        pair_entries(w.n_leaves, seg[0], seg[1], seg[2], seg[4], &w.pt.dim[w.ls],
+                     &w.pt.fstart[w.ls], w.pt.feature, w.pt.ratio, w.lt, w.mt,
+                     <int64_t*> scratch, w.pair_start + seg[3], w.bit1, w.bit2,
+                     w.entry_feature, w.offset, w.psi_table + prefix, w.kappa_table + prefix,
+                     w.points, w.weights)
+
+
+cdef void* row_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const TreeSquares* w = <const TreeSquares*> work
+    return row_take(mem, w.n_leaves, w.f.max_tree_nodes, w.mt)
+
+
+cdef inline bint row_skipped(const TreeSquares* w, int64_t i) noexcept nogil:
+    return (w.square_coef[i * w.f.n_trees + w.t] == 0.0
+            and w.linear_coef[i * w.f.n_trees + w.t] == 0.0)
+
+
+cdef void pair_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                    Interrupt* stop) noexcept nogil:
+    """Rows lo:hi of a one-block tree (tree_square_pairs)."""
+    cdef TreeSquares w = (<const TreeSquares*> work)[0]
+    cdef RowScratch rs = (<RowScratch*> scratch)[0]  # a copy: see the driver
+    cdef const Patterns* pt = &w.pt
+    cdef int64_t i, k = w.f.n_trees
+    for i in range(lo, hi):
+        if interrupted(stop):
+            return
+        if row_skipped(&w, i):
+            continue
+        block_leaf_patterns(&w.f, w.t, row_at(&w.rows, i), 0, 1, pt.node_slot,
+                            &pt.leaf_node[w.ls], w.n_leaves, rs.left_taken, rs.pattern,
+                            rs.leaf_pattern)
+        tree_square_pairs(
+            w.n_leaves, &pt.dim[w.ls], &pt.fstart[w.ls], &pt.feature[w.base],
+            &pt.ratio[w.base], &w.rho[w.ls], w.lt, w.pair_start, w.bit1, w.bit2,
+            w.entry_feature, w.offset, w.psi_table, w.kappa_table, w.weights, w.neg_inv_1mt,
+            w.mt, w.square_coef[i * k + w.t], w.linear_coef[i * k + w.t], &rs,
+            w.out + i * w.f.n_features)
+
+
+cdef struct GroupScratch:
+    RowScratch* rs
+    # the thread's own tables of a block (pair_entries)
+    double* psi
+    double* kappa
+    int64_t* start
+    uint8_t* bit1
+    uint8_t* bit2
+    int64_t* feature
+    int32_t* offset
+    int64_t* slot_of
+    # the group's rows: leaf products and patterns
+    double* V
+    double* Q
+    uint64_t* pattern
+
+
+cdef void* group_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A GroupScratch, the shared head of the tables ([1 / (1 - t) | alone
+    per leaf slot], for psi and kappa) copied in, slot_of all -1."""
+    cdef const TreeSquares* w = <const TreeSquares*> work
+    cdef int64_t prefix = w.mt + w.leaf_slots * w.mt
+    cdef int64_t entries = w.n_block_entries, table = prefix + entries * w.mt
+    cdef int64_t n_features = max(1, w.f.n_features), group = w.n_group_rows * w.n_leaves, k
+    cdef GroupScratch* g = <GroupScratch*> take(mem, sizeof(GroupScratch))
+    if g == NULL:
+        return NULL
+    g.rs = row_take(mem, w.n_leaves, w.f.max_tree_nodes, w.mt)
+    g.psi = <double*> take(mem, table * sizeof(double))
+    g.kappa = <double*> take(mem, table * sizeof(double))
+    g.start = <int64_t*> take(mem, (w.n_block_pairs + 1) * sizeof(int64_t))
+    g.bit1 = <uint8_t*> take(mem, entries * sizeof(uint8_t))
+    g.bit2 = <uint8_t*> take(mem, entries * sizeof(uint8_t))
+    g.feature = <int64_t*> take(mem, entries * sizeof(int64_t))
+    g.offset = <int32_t*> take(mem, 4 * entries * sizeof(int32_t))
+    g.slot_of = <int64_t*> take(mem, n_features * sizeof(int64_t))
+    g.V = <double*> take(mem, group * w.mt * sizeof(double))
+    g.Q = <double*> take(mem, group * w.mt * sizeof(double))
+    g.pattern = <uint64_t*> take(mem, group * sizeof(uint64_t))
+    if g.psi == NULL or g.kappa == NULL or g.slot_of == NULL:
+        return g
+    memcpy(g.psi, w.psi_table, prefix * sizeof(double))
+    memcpy(g.kappa, w.kappa_table, prefix * sizeof(double))
+    for k in range(n_features):
+        g.slot_of[k] = -1
+    return g
+
+
+cdef void row_groups(void* work, int64_t lo, int64_t hi, void* scratch,
+                     Interrupt* stop) noexcept nogil:
+    """Groups lo:hi of rows of a tree of several blocks (module comment): per
+    group, leaf products, then each block's table and its pairs, then
+    credits; Ctrl-C within a group (seconds of work on a large tree) per
+    segment of a table build and per row of a block."""
+    cdef TreeSquares w = (<const TreeSquares*> work)[0]
+    cdef GroupScratch g = (<GroupScratch*> scratch)[0]  # copies: see the driver
+    cdef RowScratch rs = g.rs[0]
+    cdef const Patterns* pt = &w.pt
+    cdef int64_t prefix = w.mt + w.leaf_slots * w.mt
+    cdef int64_t k = w.f.n_trees, p = w.f.n_features, mt = w.mt, t = w.t, ls = w.ls
+    cdef int64_t gi, g0, g1, r, at, blk, sg
+    cdef const int64_t* b
+    cdef const int64_t* seg
+    for gi in range(lo, hi):
+        g0 = gi * w.n_group_rows
+        g1 = min(w.rows.n, g0 + w.n_group_rows)
+        for r in range(g0, g1):
+            if row_skipped(&w, r):
                 continue
-            seg = segments + 5 * sg
-            pair_entries(n_leaves, seg[0], seg[1], seg[2], seg[4], dim, slot_start, feature,
-                         ratio, lt, m, slot_of, pair_start + seg[3], bit1, bit2, entry_feature,
-                         offset, psi11, kappa11, points, weights)
-        buffers_free(&mem)
+            at = (r - g0) * w.n_leaves
+            block_leaf_patterns(&w.f, t, row_at(&w.rows, r), 0, 1, pt.node_slot,
+                                &pt.leaf_node[ls], w.n_leaves, rs.left_taken, rs.pattern,
+                                &g.pattern[at])
+            leaf_products(w.n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[w.base],
+                          &pt.ratio[w.base], &w.rho[ls], w.lt, &g.pattern[at], w.weights, mt,
+                          w.square_coef[r * k + t], &g.V[at * mt], &g.Q[at * mt], rs.P,
+                          w.out + r * p)
+        for blk in range(w.n_blocks):
+            if interrupted(stop):
+                return
+            b = w.block + 5 * blk
+            for sg in range(b[4], w.block[5 * (blk + 1) + 4]):
+                if interrupted(stop):
+                    return
+                seg = w.segment + 5 * sg
+                pair_entries(w.n_leaves, seg[0], seg[1], seg[2], seg[4], &pt.dim[ls],
+                             &pt.fstart[ls], pt.feature, pt.ratio, w.lt, mt, g.slot_of,
+                             g.start + seg[3], g.bit1, g.bit2, g.feature, g.offset,
+                             g.psi + prefix, g.kappa + prefix, w.points, w.weights)
+            g.start[b[2]] = b[3]
+            for r in range(g0, g1):
+                if w.square_coef[r * k + t] == 0.0 or interrupted(stop):
+                    continue
+                at = (r - g0) * w.n_leaves
+                pair_block(w.n_leaves, b[0], b[1], b[2], g.start, g.bit1, g.bit2, g.feature,
+                           g.offset, g.psi, g.kappa, &g.pattern[at], &g.V[at * mt],
+                           &g.Q[at * mt], w.square_coef[r * k + t], w.out + r * p, mt)
+        if interrupted(stop):
+            return
+        for r in range(g0, g1):
+            if row_skipped(&w, r):
+                continue
+            at = (r - g0) * w.n_leaves
+            leaf_credits(w.n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[w.base],
+                         &w.rho[ls], w.lt, &g.pattern[at], w.weights, w.neg_inv_1mt, mt,
+                         w.square_coef[r * k + t], w.linear_coef[r * k + t], &g.V[at * mt],
+                         &g.Q[at * mt], rs.wP, w.out + r * p)
+
+
+cdef struct WalkScratch:
+    Scratch* sc
+    PairScratch* ps
+
+
+cdef void* walk_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const TreeSquares* w = <const TreeSquares*> work
+    cdef WalkScratch* s = <WalkScratch*> take(mem, sizeof(WalkScratch))
+    if s != NULL:
+        s.ps = pair_take(mem, w.f.n_features, w.n_slots, w.m)
+        s.sc = scratch_take(mem, w.f.max_tree_nodes, w.m, 1)
+    return s
+
+
+cdef void walk_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                    Interrupt* stop) noexcept nogil:
+    """Rows lo:hi of a tree the pair tables do not take: the walk."""
+    cdef TreeSquares w = (<const TreeSquares*> work)[0]
+    cdef Scratch sc = (<const WalkScratch*> scratch).sc[0]  # copies: see the driver
+    cdef PairScratch ps = (<const WalkScratch*> scratch).ps[0]
+    cdef int64_t i, l, k = w.f.n_trees
+    for i in range(lo, hi):
+        if interrupted(stop):
+            return
+        if row_skipped(&w, i):
+            continue
+        for l in range(w.mt):
+            ps.weights[l] = w.linear_coef[i * k + w.t] * w.weights[l]
+        tree_gradient_uniform(&w.f, w.t, row_at(&w.rows, i), w.points, ps.weights, w.mt,
+                              &sc, w.out + i * w.f.n_features)
+        tree_square_gradient(&w.f, w.t, w.points, w.weights, w.mt, w.square_coef[i * k + w.t],
+                             &sc, &ps, w.out + i * w.f.n_features)
 
 
 class _PairTables:
@@ -950,15 +1162,10 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef int64_t m = points.shape[0]
     cdef int64_t n_slots = max(1, min(ens.max_depth, f.n_features))
     cdef double[:, ::1] out = np.zeros((n_rows, f.n_features))
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    cdef Py_ssize_t i, g0, g1
-    cdef int64_t t, l, mt, k
+    cdef int64_t t, l, mt
     cdef const int64_t[::1] tree_m
     cdef const double[:, ::1] rule_points
     cdef const double[:, ::1] rule_weights
-    cdef Scratch sc
-    cdef PairScratch ps
     if f.n_values != 1:
         raise ValueError("the R^2 decomposition needs one value per leaf")
     if np.any(np.asarray(ens.tree_output) != 0):
@@ -1016,26 +1223,17 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     cdef double[::1] neg_inv_1mt = np.zeros(m)
     # trees of several blocks: groups of rows
     cdef Py_ssize_t n_group_rows = group_rows(n_rows, n_threads, max_blocked_leaves, m)
-    cdef Py_ssize_t n_groups, g, r
-    cdef int64_t n_block_entries = max(1, max_block_entries), n_block_pairs = max_block_pairs
-    cdef int64_t prefix, sg
-    cdef double* own_psi
-    cdef double* own_kappa
-    cdef int64_t* own_start
-    cdef uint8_t* own_bit1
-    cdef uint8_t* own_bit2
-    cdef int64_t* own_feature
-    cdef int32_t* own_offset
-    cdef int64_t* own_slot_of
-    cdef double* own_V
-    cdef double* own_Q
-    cdef uint64_t* own_pattern
     cdef const int64_t[:, ::1] block
     cdef const int64_t[:, ::1] segment
-    cdef int64_t n_blocks, blk
     cdef LeafTables lt
-    cdef RowScratch rs
-    cdef int64_t ls, n_leaves, base, lv, start, leaf_slots, at
+    cdef TreeSquares w = TreeSquares(
+        f=f, pt=pt, rows=rows_of(X),
+        square_coef=&square_coef[0, 0], linear_coef=&linear_coef[0, 0], rho=&rho[0], m=m,
+        n_slots=n_slots, out=&out[0, 0], lt=&lt, neg_inv_1mt=&neg_inv_1mt[0],
+        pair_start=&pair_start[0], bit1=&bit1[0], bit2=&bit2[0],
+        entry_feature=&entry_feature[0], offset=&offset[0], psi_table=&psi_table[0],
+        kappa_table=&kappa_table[0], n_group_rows=n_group_rows,
+        n_block_entries=max(1, max_block_entries), n_block_pairs=max_block_pairs)
     lt.u0 = &leaf_buffers[0, 0]
     lt.u1 = &leaf_buffers[1, 0]
     lt.credit = &leaf_buffers[2, 0]
@@ -1045,151 +1243,42 @@ def r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
     lt.idiag1 = &leaf_buffers[6, 0]
     lt.iu1 = &leaf_buffers[7, 0]
     for t in range(f.n_trees):
-        if interrupted(&stop):
-            break
-        start = f.tree_start[t]
-        if f.tree_start[t + 1] - start == 1 or not used[t]:
+        if f.tree_start[t + 1] - f.tree_start[t] == 1 or not used[t]:
             continue
         mt = tree_m[t]
-        if by_pairs[t]:
-            ls = pt.tree_leaf_start[t]
-            n_leaves = pt.tree_leaf_start[t + 1] - ls
-            base = pt.fstart[ls]
-            leaf_slots = pt.fstart[ls + n_leaves] - base
-            block, segment = plans[t]
-            n_blocks = block.shape[0] - 1
-            with nogil:
-                for l in range(mt):
-                    psi_table[l] = 1.0 / (1.0 - rule_points[mt - 1, l])
-                    kappa_table[l] = rule_weights[mt - 1, l] * psi_table[l]
-                    neg_inv_1mt[l] = -psi_table[l]
-                lt.alone = &psi_table[mt]
-                lt.kappa = &kappa_table[mt]
-                leaf_tables(&pt.ratio[base], leaf_slots, &rule_points[mt - 1, 0],
-                            &rule_weights[mt - 1, 0], mt, &lt)
-        if by_pairs[t] and n_blocks == 1:
-            with nogil:
-                build_block(n_leaves, &segment[0, 0], block[0, 4], block[1, 4], &pt.dim[ls],
-                            &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt, f.n_features,
-                            &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0], &offset[0],
-                            &psi_table[mt + leaf_slots * mt], &kappa_table[mt + leaf_slots * mt],
-                            &rule_points[mt - 1, 0], &rule_weights[mt - 1, 0], n_threads,
-                            &stop)
-                pair_start[block[0, 2]] = block[0, 3]
-            with nogil, parallel(num_threads=n_threads):
-                rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                scratch_ready(&stop, &rs.mem)
-                for i in prange(n_rows, schedule="dynamic", chunksize=8):
-                    if interrupted(&stop):
-                        continue
-                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                        continue
-                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
-                                        n_leaves, rs.left_taken, rs.pattern, rs.leaf_pattern)
-                    tree_square_pairs(
-                        n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base], &pt.ratio[base],
-                        &rho[ls], &lt, &pair_start[0], &bit1[0], &bit2[0], &entry_feature[0],
-                        &offset[0], &psi_table[0], &kappa_table[0], &rule_weights[mt - 1, 0],
-                        &neg_inv_1mt[0], mt, square_coef[i, t], linear_coef[i, t], &rs,
-                        &out[i, 0])
-                buffers_free(&rs.mem)
-        elif by_pairs[t]:
+        w.t = t
+        w.mt = mt
+        w.points = &rule_points[mt - 1, 0]
+        w.weights = &rule_weights[mt - 1, 0]
+        if not by_pairs[t]:
+            parallel_units(n_rows, 4, walk_scratch, walk_rows, &w, n_threads)
+            continue
+        w.ls = pt.tree_leaf_start[t]
+        w.n_leaves = pt.tree_leaf_start[t + 1] - w.ls
+        w.base = pt.fstart[w.ls]
+        w.leaf_slots = pt.fstart[w.ls + w.n_leaves] - w.base
+        block, segment = plans[t]
+        w.block = &block[0, 0]
+        w.segment = &segment[0, 0]
+        w.n_blocks = block.shape[0] - 1
+        with nogil:
+            for l in range(mt):
+                psi_table[l] = 1.0 / (1.0 - rule_points[mt - 1, l])
+                kappa_table[l] = rule_weights[mt - 1, l] * psi_table[l]
+                neg_inv_1mt[l] = -psi_table[l]
+            lt.alone = &psi_table[mt]
+            lt.kappa = &kappa_table[mt]
+            leaf_tables(&pt.ratio[w.base], w.leaf_slots, w.points, w.weights, mt, &lt)
+        if w.n_blocks == 1:
+            w.seg_begin = block[0, 4]
+            parallel_units(block[1, 4] - block[0, 4], 1, slot_scratch, segment_tables, &w,
+                           n_threads)
+            pair_start[block[0, 2]] = block[0, 3]
+            parallel_units(n_rows, 8, row_scratch, pair_rows, &w, n_threads)
+        else:
             # several blocks (module comment): rows in fixed groups, one group at
             # a time per thread, each thread with its own copy of the tables (no
-            # barrier between blocks); per group, leaf products, then each
-            # block's table and its pairs, then credits
-            prefix = mt + leaf_slots * mt
-            n_groups = (n_rows + n_group_rows - 1) // n_group_rows
-            with nogil, parallel(num_threads=n_threads):
-                rs = row_alloc(n_leaves, f.max_tree_nodes, mt)
-                mem = buffers_new()
-                own_psi = <double*> take(&mem, (prefix + n_block_entries * mt) * sizeof(double))
-                own_kappa = <double*> take(&mem, (prefix + n_block_entries * mt) * sizeof(double))
-                own_start = <int64_t*> take(&mem, (n_block_pairs + 1) * sizeof(int64_t))
-                own_bit1 = <uint8_t*> take(&mem, n_block_entries * sizeof(uint8_t))
-                own_bit2 = <uint8_t*> take(&mem, n_block_entries * sizeof(uint8_t))
-                own_feature = <int64_t*> take(&mem, n_block_entries * sizeof(int64_t))
-                own_offset = <int32_t*> take(&mem, 4 * n_block_entries * sizeof(int32_t))
-                own_slot_of = <int64_t*> take(&mem, max(1, f.n_features) * sizeof(int64_t))
-                own_V = <double*> take(&mem, n_group_rows * n_leaves * mt * sizeof(double))
-                own_Q = <double*> take(&mem, n_group_rows * n_leaves * mt * sizeof(double))
-                own_pattern = <uint64_t*> take(&mem, n_group_rows * n_leaves * sizeof(uint64_t))
-                if scratch_ready(&stop, &rs.mem) and scratch_ready(&stop, &mem):
-                    memcpy(own_psi, &psi_table[0], prefix * sizeof(double))
-                    memcpy(own_kappa, &kappa_table[0], prefix * sizeof(double))
-                    for k in range(f.n_features):
-                        own_slot_of[k] = -1
-                for g in prange(n_groups, schedule="dynamic", chunksize=1):
-                    if interrupted(&stop):
-                        continue
-                    g0 = g * n_group_rows
-                    g1 = min(n_rows, g0 + n_group_rows)
-                    for r in range(g0, g1):
-                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
-                            continue
-                        at = (r - g0) * n_leaves
-                        block_leaf_patterns(&f, t, &X[r, 0], 0, 1, pt.node_slot,
-                                            &pt.leaf_node[ls], n_leaves, rs.left_taken,
-                                            rs.pattern, &own_pattern[at])
-                        leaf_products(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
-                                      &pt.ratio[base], &rho[ls], &lt, &own_pattern[at],
-                                      &rule_weights[mt - 1, 0], mt, square_coef[r, t],
-                                      &own_V[at * mt], &own_Q[at * mt], rs.P, &out[r, 0])
-                    # Ctrl-C within a group (seconds of work on a large tree):
-                    # per segment of a table build and per row of a block
-                    for blk in range(n_blocks):
-                        if interrupted(&stop):
-                            break
-                        for sg in range(block[blk, 4], block[blk + 1, 4]):
-                            if interrupted(&stop):
-                                break
-                            pair_entries(n_leaves, segment[sg, 0], segment[sg, 1],
-                                         segment[sg, 2], segment[sg, 4], &pt.dim[ls],
-                                         &pt.fstart[ls], &pt.feature[0], &pt.ratio[0], &lt, mt,
-                                         own_slot_of, own_start + segment[sg, 3], own_bit1,
-                                         own_bit2, own_feature, own_offset, own_psi + prefix,
-                                         own_kappa + prefix, &rule_points[mt - 1, 0],
-                                         &rule_weights[mt - 1, 0])
-                        own_start[block[blk, 2]] = block[blk, 3]
-                        for r in range(g0, g1):
-                            if square_coef[r, t] == 0.0 or interrupted(&stop):
-                                continue
-                            at = (r - g0) * n_leaves
-                            pair_block(n_leaves, block[blk, 0], block[blk, 1], block[blk, 2],
-                                       own_start, own_bit1, own_bit2, own_feature, own_offset,
-                                       own_psi, own_kappa, &own_pattern[at], &own_V[at * mt],
-                                       &own_Q[at * mt], square_coef[r, t], &out[r, 0], mt)
-                    if interrupted(&stop):
-                        continue
-                    for r in range(g0, g1):
-                        if square_coef[r, t] == 0.0 and linear_coef[r, t] == 0.0:
-                            continue
-                        at = (r - g0) * n_leaves
-                        leaf_credits(n_leaves, &pt.dim[ls], &pt.fstart[ls], &pt.feature[base],
-                                     &rho[ls], &lt, &own_pattern[at], &rule_weights[mt - 1, 0],
-                                     &neg_inv_1mt[0], mt, square_coef[r, t], linear_coef[r, t],
-                                     &own_V[at * mt], &own_Q[at * mt], rs.wP, &out[r, 0])
-                buffers_free(&rs.mem)
-                buffers_free(&mem)
-        else:
-            with nogil, parallel(num_threads=n_threads):
-                sc = scratch_alloc(f.max_tree_nodes, m, 1)
-                ps = pair_alloc(f.n_features, n_slots, m)
-                scratch_ready(&stop, &sc.mem)
-                scratch_ready(&stop, &ps.mem)
-                for i in prange(n_rows, schedule="dynamic", chunksize=4):
-                    if interrupted(&stop):
-                        continue
-                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                        continue
-                    for l in range(mt):
-                        ps.weights[l] = linear_coef[i, t] * rule_weights[mt - 1, l]
-                    tree_gradient_uniform(&f, t, &X[i, 0], &rule_points[mt - 1, 0], ps.weights,
-                                          mt, &sc, &out[i, 0])
-                    tree_square_gradient(&f, t, &rule_points[mt - 1, 0],
-                                         &rule_weights[mt - 1, 0], mt, square_coef[i, t],
-                                         &sc, &ps, &out[i, 0])
-                buffers_free(&sc.mem)
-                buffers_free(&ps.mem)
-    interrupt_raise(&stop)
+            # barrier between blocks)
+            parallel_units((n_rows + n_group_rows - 1) // n_group_rows, 1, group_scratch,
+                           row_groups, &w, n_threads)
     return np.asarray(out)

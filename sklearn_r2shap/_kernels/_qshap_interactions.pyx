@@ -55,15 +55,11 @@
 # for (_qshap._tree_rules).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from ._common cimport Buffers, buffers_new, buffers_free, block_leaf_patterns, scratch_ready, take
-from ._forest cimport (
-    Forest, Patterns, forest_from, patterns_from,
-    Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
+from ._common cimport Buffers, Rows, block_leaf_patterns, parallel_units, row_at, rows_of, take
+from ._forest cimport Forest, Interrupt, Patterns, forest_from, interrupted, patterns_from
 
 
 cdef enum:
@@ -96,33 +92,68 @@ cdef struct PairRow:
     int64_t* pos             # tree feature -> entry of the pair's first leaf, or -1
     int64_t* shared_e1       # one pair's shared features: entries in l1 and l2
     int64_t* shared_e2
-    Buffers mem
 
 
-cdef PairRow pair_row_alloc(int64_t max_nodes, int64_t max_leaves, int64_t max_entries,
-                            int64_t max_local, int64_t max_dim, int64_t m) noexcept nogil:
-    cdef PairRow s
-    s.mem = buffers_new()
-    s.left_taken = <uint8_t*> take(&s.mem, max_nodes * sizeof(uint8_t))
-    s.pattern = <uint64_t*> take(&s.mem, max_nodes * sizeof(uint64_t))
-    s.leaf_pattern = <uint64_t*> take(&s.mem, max_leaves * sizeof(uint64_t))
-    s.alive = <uint8_t*> take(&s.mem, max_leaves * sizeof(uint8_t))
-    s.rU = <double*> take(&s.mem, max_leaves * m * sizeof(double))
-    s.Q = <double*> take(&s.mem, max_leaves * m * sizeof(double))
-    s.alpha = <double*> take(&s.mem, max_entries * m * sizeof(double))
-    s.K = <double*> take(&s.mem, max_entries * m * sizeof(double))
-    s.alone_psi = <double*> take(&s.mem, 2 * max_entries * m * sizeof(double))
+cdef struct PairRowSize:
+    int64_t max_nodes
+    int64_t max_leaves
+    int64_t max_entries
+    int64_t max_local
+    int64_t max_dim
+    int64_t m
+
+
+cdef void* pair_row_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A PairRow for the sizes of the work struct's first field (a
+    PairRowSize); ``pos`` all -1."""
+    cdef const PairRowSize* size = <const PairRowSize*> work
+    cdef int64_t m = size.m, max_nodes = size.max_nodes, max_leaves = size.max_leaves
+    cdef int64_t max_entries = size.max_entries, max_local = size.max_local
+    cdef int64_t max_dim = size.max_dim, z
+    cdef PairRow* s = <PairRow*> take(mem, sizeof(PairRow))
+    if s == NULL:
+        return NULL
+    s.left_taken = <uint8_t*> take(mem, max_nodes * sizeof(uint8_t))
+    s.pattern = <uint64_t*> take(mem, max_nodes * sizeof(uint64_t))
+    s.leaf_pattern = <uint64_t*> take(mem, max_leaves * sizeof(uint64_t))
+    s.alive = <uint8_t*> take(mem, max_leaves * sizeof(uint8_t))
+    s.rU = <double*> take(mem, max_leaves * m * sizeof(double))
+    s.Q = <double*> take(mem, max_leaves * m * sizeof(double))
+    s.alpha = <double*> take(mem, max_entries * m * sizeof(double))
+    s.K = <double*> take(mem, max_entries * m * sizeof(double))
+    s.alone_psi = <double*> take(mem, 2 * max_entries * m * sizeof(double))
     s.alone_kappa = s.alone_psi + max_entries * m if s.alone_psi != NULL else NULL
-    s.psi11 = <double*> take(&s.mem, 2 * (max_dim + 1) * m * sizeof(double))
+    s.psi11 = <double*> take(mem, 2 * (max_dim + 1) * m * sizeof(double))
     s.kappa11 = s.psi11 + (max_dim + 1) * m if s.psi11 != NULL else NULL
-    s.MA = <double*> take(&s.mem, max_local * m * sizeof(double))
-    s.kappa = <const double**> take(&s.mem, (max_dim + 1) * sizeof(double*))
-    s.H = <double*> take(&s.mem, max_local * (max_local + 1) * sizeof(double))
+    s.MA = <double*> take(mem, max_local * m * sizeof(double))
+    s.kappa = <const double**> take(mem, (max_dim + 1) * sizeof(double*))
+    s.H = <double*> take(mem, max_local * (max_local + 1) * sizeof(double))
     s.grad = s.H + max_local * max_local if s.H != NULL else NULL
-    s.pos = <int64_t*> take(&s.mem, max_local * sizeof(int64_t))
-    s.shared_e1 = <int64_t*> take(&s.mem, 2 * max_dim * sizeof(int64_t))
+    s.pos = <int64_t*> take(mem, max_local * sizeof(int64_t))
+    s.shared_e1 = <int64_t*> take(mem, 2 * max_dim * sizeof(int64_t))
     s.shared_e2 = s.shared_e1 + max_dim if s.shared_e1 != NULL else NULL
+    if s.pos != NULL:
+        for z in range(max_local):
+            s.pos[z] = -1
     return s
+
+
+cdef inline int64_t shared_factor(
+    const PairRow* s, int64_t n_shared, int64_t ed, const double* psi, const double* unit,
+    double* P, int64_t m, int64_t* cd, const double** psi_d,
+) noexcept nogil:
+    """Multiply the pair's factors ``P`` by shared entry ``n_shared``'s psi,
+    except for the entry that differs in l2's sibling (``ed``), whose psi is
+    kept in ``psi_d`` and its index in ``cd`` (selects, not branches: that
+    entry is anywhere); return the next entry's index."""
+    cdef bint is_d = s.shared_e2[n_shared] == ed
+    cdef int64_t q
+    cd[0] = n_shared if is_d else cd[0]
+    psi_d[0] = psi if is_d else psi_d[0]
+    psi = unit if is_d else psi
+    for q in range(m):
+        P[q] *= psi[q]
+    return n_shared + 1
 
 
 cdef inline double bit(uint64_t pattern, int64_t b) noexcept nogil:
@@ -238,7 +269,7 @@ cdef inline void leaf_partners(
     cdef int64_t q, l2, e, e1, e2, c, n_shared, j, f, at, pp, slot, ed, cd
     cdef uint64_t A1, A2, x
     cdef double X1, X2, acc
-    cdef bint both, is_d
+    cdef bint both
     cdef const double* psi
     cdef const double* psi_d = NULL   # the differing entry's psi at l2 and at l2 + 1
     cdef const double* psi_d2 = NULL
@@ -283,14 +314,7 @@ cdef inline void leaf_partners(
                 s.kappa[n_shared] = psi + m
                 s.shared_e1[n_shared] = fstart[l1] - base + lists.slot1[c]
                 s.shared_e2[n_shared] = fstart[l2] - base + lists.slot2[c]
-                # (selects, not branches: the differing entry is anywhere)
-                is_d = s.shared_e2[n_shared] == ed
-                cd = n_shared if is_d else cd
-                psi_d = psi if is_d else psi_d
-                psi = unit if is_d else psi
-                for q in range(m):
-                    P.v[q] *= psi[q]
-                n_shared += 1
+                n_shared = shared_factor(s, n_shared, ed, psi, unit, P.v, m, &cd, &psi_d)
             if cd >= 0:  # l2 + 1's: pair pp + 1 lists the same features in order
                 c = lists.start[pp + 1] + cd
                 x = ((A1 >> lists.slot1[c]) & 1) | (
@@ -307,13 +331,7 @@ cdef inline void leaf_partners(
                 psi = row_factors(e1, e2, X1, X2, base, ratio, points, m, inv_1mt, s, n_shared)
                 s.shared_e1[n_shared] = e1 - base
                 s.shared_e2[n_shared] = e2 - base
-                is_d = e2 - base == ed
-                cd = n_shared if is_d else cd
-                psi_d = psi if is_d else psi_d
-                psi = unit if is_d else psi
-                for q in range(m):
-                    P.v[q] *= psi[q]
-                n_shared += 1
+                n_shared = shared_factor(s, n_shared, ed, psi, unit, P.v, m, &cd, &psi_d)
             if cd >= 0:
                 e1 = s.shared_e1[cd] + base
                 psi_d2 = row_factors(e1, ed + base + dim[l2], bit(A1, e1 - fstart[l1]),
@@ -746,6 +764,81 @@ def pair_plan(ens, structure, tree_m, rule_points, double max_list_bytes=DEFAULT
                                 max_list_bytes)}
 
 
+cdef struct PairTerms:
+    PairRowSize size  # first: pair_row_scratch reads it
+    Forest f
+    Patterns pt
+    Rows rows
+    const double* square_coef  # (rows, n_trees)
+    const double* linear_coef
+    const int64_t* tree_m
+    const double* rule_points  # (rules, size.m)
+    const double* rule_weights
+    const int64_t* local
+    const int64_t* n_local
+    const int64_t* feature_start
+    const int64_t* tree_feature
+    const double* rho
+    const int8_t* sibling
+    const int64_t* list_first
+    const int64_t* table_first
+    const double* table
+    PairLists listed
+    double* terms   # (rows, p)
+    double* out     # (rows, p, p)
+
+
+cdef void pair_term_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                         Interrupt* stop) noexcept nogil:
+    """Rows lo:hi, trees outer: a tree's tables serve the rows while they are
+    in cache (a row's trees are still added in order)."""
+    cdef PairTerms w = (<const PairTerms*> work)[0]
+    cdef PairRow s = (<PairRow*> scratch)[0]  # a copy: see the driver
+    cdef const Patterns* pt = &w.pt
+    cdef int64_t n_trees = w.f.n_trees, p = w.f.n_features, M = w.size.m
+    cdef int64_t i, t, ls, nl, base, j, k, nt, mt, fj, fk
+    cdef double a, b, h
+    cdef PairLists lists
+    for t in range(n_trees):
+        if interrupted(stop):
+            return
+        ls = pt.tree_leaf_start[t]
+        nl = pt.tree_leaf_start[t + 1] - ls
+        nt = w.n_local[t]
+        if nl < 2:  # no feature: no term
+            continue
+        base = pt.fstart[ls]
+        mt = w.tree_m[t]
+        lists = w.listed
+        lists.first = w.list_first[t]
+        lists.table = &w.table[w.table_first[t]]
+        if lists.first < 0:
+            lists.start = NULL
+        for i in range(lo, hi):
+            if interrupted(stop):
+                return
+            a = w.square_coef[i * n_trees + t]
+            b = w.linear_coef[i * n_trees + t]
+            if a == 0.0 and b == 0.0:
+                continue
+            block_leaf_patterns(&w.f, t, row_at(&w.rows, i), 0, 1, pt.node_slot,
+                                &pt.leaf_node[ls], nl, s.left_taken, s.pattern, s.leaf_pattern)
+            memset(s.H, 0, nt * nt * sizeof(double))
+            memset(s.grad, 0, nt * sizeof(double))
+            tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, w.local, &w.sibling[ls],
+                              pt.ratio, &w.rho[ls], nt, &w.rule_points[(mt - 1) * M],
+                              &w.rule_weights[(mt - 1) * M], mt, a, b, lists, &s)
+            for j in range(nt):
+                fj = w.tree_feature[w.feature_start[t] + j]
+                w.terms[i * p + fj] += s.grad[j]
+                for k in range(j + 1, nt):
+                    fk = w.tree_feature[w.feature_start[t] + k]
+                    # Phi = (1/2) int of the second derivative
+                    h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
+                    w.out[(i * p + fj) * p + fk] += h
+                    w.out[(i * p + fk) * p + fj] += h
+
+
 def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                          const double[:, ::1] square_coef, const double[:, ::1] linear_coef,
                          const int64_t[::1] tree_m, const double[:, ::1] rule_points,
@@ -795,68 +888,24 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
     cdef const int8_t[::1] sibling = plan["sibling"]
     cdef const int64_t[::1] table_first = lists_of["table_first"]
     cdef const double[::1] table = lists_of["table"]
-    cdef PairLists lists, listed
+    cdef PairLists listed
     listed.start = &list_start[0]
     listed.slot1 = &list_slot1[0]
     listed.slot2 = &list_slot2[0]
     listed.offset = &list_offset[0]
     listed.first = -1
-    cdef PairRow s
-    cdef Interrupt stop = interrupt_new()
-    cdef Py_ssize_t i, ch
-    cdef int64_t t, ls, nl, base, j, k, nt, mt, z
     # rows per chunk: at most ROW_CHUNK, and about sixteen chunks per thread (the
     # last chunks leave threads idle; a tree's tables serve 8 rows or more)
-    cdef Py_ssize_t chunk = max(8, min(ROW_CHUNK, n_rows // (16 * max(1, n_threads))))
-    cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
-    cdef double h
-    with nogil, parallel(num_threads=n_threads):
-        s = pair_row_alloc(f.max_tree_nodes, pt.max_leaves, max_entries, max_local, max_dim,
-                           rule_points.shape[1])
-        if scratch_ready(&stop, &s.mem):
-            for z in range(max_local):
-                s.pos[z] = -1
-        # chunks of rows, trees outer: a tree's tables serve the chunk's rows
-        # while they are in cache (a row's trees are still added in order)
-        for ch in prange(n_chunks, schedule="dynamic", chunksize=1):
-            for t in range(f.n_trees):
-                if interrupted(&stop):
-                    break
-                ls = pt.tree_leaf_start[t]
-                nl = pt.tree_leaf_start[t + 1] - ls
-                nt = n_local[t]
-                if nl < 2:  # no feature: no term
-                    continue
-                base = pt.fstart[ls]
-                mt = tree_m[t]
-                lists = listed
-                lists.first = list_first[t]
-                lists.table = &table[table_first[t]]
-                if lists.first < 0:
-                    lists.start = NULL
-                for i in range(ch * chunk, min(n_rows, (ch + 1) * chunk)):
-                    if interrupted(&stop):
-                        break
-                    if square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0:
-                        continue
-                    block_leaf_patterns(&f, t, &X[i, 0], 0, 1, pt.node_slot, &pt.leaf_node[ls],
-                                        nl, s.left_taken, s.pattern, s.leaf_pattern)
-                    memset(s.H, 0, nt * nt * sizeof(double))
-                    memset(s.grad, 0, nt * sizeof(double))
-                    tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, &local[0],
-                                      &sibling[ls], &pt.ratio[0], &rho[ls], nt,
-                                      &rule_points[mt - 1, 0],
-                                      &rule_weights[mt - 1, 0], mt, square_coef[i, t],
-                                      linear_coef[i, t], lists, &s)
-                    for j in range(nt):
-                        terms[i, tree_feature[feature_start[t] + j]] += s.grad[j]
-                        for k in range(j + 1, nt):
-                            # Phi = (1/2) int of the second derivative
-                            h = 0.5 * (s.H[j * nt + k] + s.H[k * nt + j])
-                            out[i, tree_feature[feature_start[t] + j],
-                                tree_feature[feature_start[t] + k]] += h
-                            out[i, tree_feature[feature_start[t] + k],
-                                tree_feature[feature_start[t] + j]] += h
-        buffers_free(&s.mem)
-    interrupt_raise(&stop)
+    cdef int64_t chunk = max(8, min(ROW_CHUNK, n_rows // (16 * max(1, n_threads))))
+    cdef PairTerms w = PairTerms(
+        size=PairRowSize(max_nodes=f.max_tree_nodes, max_leaves=pt.max_leaves,
+                         max_entries=max_entries, max_local=max_local, max_dim=max_dim,
+                         m=rule_points.shape[1]),
+        f=f, pt=pt, rows=rows_of(X), square_coef=&square_coef[0, 0],
+        linear_coef=&linear_coef[0, 0], tree_m=&tree_m[0], rule_points=&rule_points[0, 0],
+        rule_weights=&rule_weights[0, 0], local=&local[0], n_local=&n_local[0],
+        feature_start=&feature_start[0], tree_feature=&tree_feature[0], rho=&rho[0],
+        sibling=&sibling[0], list_first=&list_first[0], table_first=&table_first[0],
+        table=&table[0], listed=listed, terms=&terms[0, 0], out=&out[0, 0, 0])
+    parallel_units(n_rows, chunk, pair_row_scratch, pair_term_rows, &w, n_threads)
     return np.asarray(terms), np.asarray(out)

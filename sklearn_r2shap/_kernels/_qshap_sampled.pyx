@@ -27,14 +27,11 @@
 # replicate), so the estimate of a row does not depend on chunks or threads.
 import numpy as np
 
-from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready
-from ._forest cimport (
-    Forest, forest_from, goes_left, Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
-from ._semivalues cimport Scratch, scratch_alloc, tree_gradient_uniform
+from ._common cimport Buffers, Rows, parallel_units, row_at, rows_of, take
+from ._forest cimport Forest, Interrupt, forest_from, goes_left, interrupted
+from ._semivalues cimport Scratch, scratch_take, tree_gradient_uniform
 
 
 cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
@@ -66,20 +63,35 @@ cdef struct SampleScratch:
     int64_t* position   # (K, p_t): position of each slot
     double* estimate    # (K, p_t)
     double* lin_weights # (m,)
-    Buffers mem  # owns every array above
+    int64_t* threshold  # (2 K, p_t): prefix_values' entry thresholds
+    Scratch* sc         # the exact linear part's
 
 
-cdef SampleScratch sample_alloc(int64_t n_nodes, int64_t depth, int64_t width,
-                                int64_t n_order, int64_t m) noexcept nogil:
-    cdef SampleScratch ss
-    ss.mem = buffers_new()
-    ss.depth = <int64_t*> take(&ss.mem, n_nodes * sizeof(int64_t))
-    ss.weight = <double*> take(&ss.mem, (depth + 2) * width * sizeof(double))
-    ss.value = <double*> take(&ss.mem, width * sizeof(double))
-    ss.order = <int64_t*> take(&ss.mem, n_order * sizeof(int64_t))
-    ss.position = <int64_t*> take(&ss.mem, n_order * sizeof(int64_t))
-    ss.estimate = <double*> take(&ss.mem, n_order * sizeof(double))
-    ss.lin_weights = <double*> take(&ss.mem, m * sizeof(double))
+cdef struct SampleSize:
+    int64_t n_nodes
+    int64_t depth
+    int64_t width       # 2 K (p_max + 1)
+    int64_t n_order     # K p_max
+    int64_t m
+
+
+cdef void* sample_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A SampleScratch for the sizes of the work struct's first field (a
+    SampleSize)."""
+    cdef const SampleSize* size = <const SampleSize*> work
+    cdef int64_t n_order = size.n_order, width = size.width
+    cdef SampleScratch* ss = <SampleScratch*> take(mem, sizeof(SampleScratch))
+    if ss == NULL:
+        return NULL
+    ss.depth = <int64_t*> take(mem, size.n_nodes * sizeof(int64_t))
+    ss.weight = <double*> take(mem, (size.depth + 2) * width * sizeof(double))
+    ss.value = <double*> take(mem, width * sizeof(double))
+    ss.order = <int64_t*> take(mem, n_order * sizeof(int64_t))
+    ss.position = <int64_t*> take(mem, n_order * sizeof(int64_t))
+    ss.estimate = <double*> take(mem, n_order * sizeof(double))
+    ss.lin_weights = <double*> take(mem, size.m * sizeof(double))
+    ss.threshold = <int64_t*> take(mem, 2 * n_order * sizeof(int64_t))
+    ss.sc = scratch_take(mem, size.n_nodes, size.m, 1)
     return ss
 
 
@@ -217,6 +229,47 @@ def tree_slots(ens):
     return node_slot, slot_start, slot_feature
 
 
+cdef struct SampledTerms:
+    SampleSize size  # first: sample_scratch reads it
+    Forest f
+    Rows rows
+    const double* square_coef  # (rows, n_trees)
+    const double* linear_coef
+    const int64_t* node_slot
+    const int64_t* slot_start
+    const int64_t* slot_feature
+    int64_t K
+    uint64_t seed
+    const int64_t* row_ids
+    const double* points
+    const double* weights
+    double* linear   # (rows, n_features)
+    double* sampled  # (rows, K, n_features)
+
+
+cdef void sampled_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                       Interrupt* stop) noexcept nogil:
+    cdef SampledTerms w = (<const SampledTerms*> work)[0]
+    cdef SampleScratch ss = (<SampleScratch*> scratch)[0]  # copies: see the driver
+    cdef Scratch sc = ss.sc[0]
+    cdef int64_t n_trees = w.f.n_trees, p = w.f.n_features
+    cdef int64_t i, t, P
+    cdef double a, b
+    for i in range(lo, hi):
+        for t in range(n_trees):
+            if interrupted(stop):
+                return
+            P = w.slot_start[t + 1] - w.slot_start[t]
+            a = w.square_coef[i * n_trees + t]
+            b = w.linear_coef[i * n_trees + t]
+            if P == 0 or (a == 0.0 and b == 0.0):
+                continue
+            sample_tree(&w.f, t, row_at(&w.rows, i), w.node_slot,
+                        &w.slot_feature[w.slot_start[t]], P, w.K, w.seed,
+                        <uint64_t> w.row_ids[i], a, b, w.points, w.weights, w.size.m, &sc, &ss,
+                        ss.threshold, w.linear + i * p, w.sampled + i * w.K * p, p)
+
+
 def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_coef,
                      const double[:, ::1] linear_coef, const double[::1] points,
                      const double[::1] weights, slots, int n_replicates,
@@ -244,11 +297,7 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
     cdef Py_ssize_t i
     cdef double[:, ::1] linear = np.zeros((n_rows, f.n_features))
     cdef double[:, :, ::1] sampled = np.zeros((n_rows, max(K, 1), f.n_features))
-    cdef Scratch sc
-    cdef SampleScratch ss
-    cdef int64_t* threshold
-    cdef Interrupt stop = interrupt_new()
-    cdef int64_t max_depth = ens.max_depth
+    cdef SampledTerms w
     if f.n_values != 1:
         raise ValueError("the R^2 decomposition needs one value per leaf")
     if np.any(np.asarray(ens.tree_output) != 0):
@@ -265,28 +314,14 @@ def sampled_r2_terms(ens, const double[:, ::1] X, const double[:, ::1] square_co
         P_max = max(P_max, slot_start[t + 1] - slot_start[t])
     if n_rows == 0:
         return np.asarray(linear), np.asarray(sampled)
-    with nogil, parallel(num_threads=n_threads):
-        sc = scratch_alloc(f.max_tree_nodes, m, 1)
-        ss = sample_alloc(f.max_tree_nodes, max_depth, 2 * K * (P_max + 1), K * P_max, m)
-        threshold = <int64_t*> take(&ss.mem, 2 * K * P_max * sizeof(int64_t))
-        scratch_ready(&stop, &sc.mem)
-        scratch_ready(&stop, &ss.mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=1):
-            if interrupted(&stop):
-                continue
-            for t in range(f.n_trees):
-                if interrupted(&stop):
-                    break
-                P = slot_start[t + 1] - slot_start[t]
-                if P == 0 or (square_coef[i, t] == 0.0 and linear_coef[i, t] == 0.0):
-                    continue
-                sample_tree(&f, t, &X[i, 0], &node_slot[0], &slot_feature[slot_start[t]], P, K,
-                            seed, <uint64_t> row_ids[i], square_coef[i, t], linear_coef[i, t],
-                            &points[0], &weights[0], m, &sc, &ss, threshold,
-                            &linear[i, 0], &sampled[i, 0, 0], f.n_features)
-        buffers_free(&sc.mem)
-        buffers_free(&ss.mem)
-    interrupt_raise(&stop)
+    w = SampledTerms(
+        size=SampleSize(n_nodes=f.max_tree_nodes, depth=ens.max_depth,
+                        width=2 * K * (P_max + 1), n_order=K * P_max, m=m),
+        f=f, rows=rows_of(X), square_coef=&square_coef[0, 0],
+        linear_coef=&linear_coef[0, 0], node_slot=&node_slot[0], slot_start=&slot_start[0],
+        slot_feature=&slot_feature[0], K=K, seed=seed, row_ids=&row_ids[0], points=&points[0],
+        weights=&weights[0], linear=&linear[0, 0], sampled=&sampled[0, 0, 0])
+    parallel_units(n_rows, 1, sample_scratch, sampled_rows, &w, n_threads)
     return np.asarray(linear), np.asarray(sampled)
 
 

@@ -1,6 +1,6 @@
 from libc.stdint cimport int64_t, uint8_t
 
-from ._common cimport Buffers
+from ._common cimport Buffers, Outputs, Rows
 from ._forest cimport Forest
 
 cdef struct Scratch:
@@ -12,9 +12,32 @@ cdef struct Scratch:
     double* subtree      # sum of leaf terms below k, (nodes, m, n_values)
     double* deepest      # H_k, (nodes, m, n_values)
     uint8_t* left_taken  # whether x goes left, per node
-    Buffers mem          # owns every array above
 
-cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil
+# The first field of a work struct whose threads each take a Scratch
+# (``gradient_scratch``, a TakeScratch of _common.parallel_units).
+cdef struct ScratchSize:
+    int64_t n_nodes
+    int64_t m
+    int64_t n_values
+
+# A quadrature over whole trees, row by row (semivalues_uniform; the
+# piecewise kernel's too).
+cdef struct RuleSums:
+    ScratchSize size  # first: gradient_scratch reads it
+    Forest f
+    Rows rows
+    const double* points
+    const double* weights
+    const int64_t* trees
+    int64_t n_trees
+    Outputs out
+
+cdef RuleSums rule_sums(ens, const double[:, ::1] X, const double[::1] points,
+                        const double[::1] weights, const int64_t[::1] trees,
+                        double[:, :, ::1] out)
+cdef Scratch* scratch_take(Buffers* mem, int64_t n_nodes, int64_t m,
+                           int64_t n_values) noexcept nogil
+cdef void* gradient_scratch(void* work, Buffers* mem) noexcept nogil
 cdef void gradient_down_pass(
     const Forest* f, int64_t t, const double* points, int64_t m,
     const double* ratio_prod, const double* follow_prod,

@@ -15,32 +15,39 @@
 # credits feature j with (X_k - R_k) * sum_t w_t H_k(t) / f_k(t).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.math cimport sqrt, isnan, INFINITY, NAN
 
-from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready, widest
-
+from ._common cimport (
+    Buffers, Outputs, Rows, Tables, bytes_scratch, output_row, parallel_units, row_at, rows_of,
+    tables_of, take, widest,
+)
 from ._forest cimport (
-    Forest, Patterns, forest_from, patterns_from, path_factors, goes_left,
-    Interrupt, interrupt_new, interrupted, interrupt_raise, DECISION_LEQ, DECISION_LT,
+    DECISION_LEQ, DECISION_LT, Forest, Interrupt, Patterns, forest_from, goes_left, path_factors,
+    patterns_from,
 )
 
 
-cdef Scratch scratch_alloc(int64_t n_nodes, int64_t m, int64_t n_values) noexcept nogil:
-    cdef Scratch sc
-    sc.mem = buffers_new()
-    sc.ratio_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
-    sc.follow_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
-    sc.factor = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
-    sc.inv_factor = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
-    sc.path_prod = <double*> take(&sc.mem, n_nodes * m * sizeof(double))
-    sc.subtree = <double*> take(&sc.mem, n_nodes * m * n_values * sizeof(double))
-    sc.deepest = <double*> take(&sc.mem, n_nodes * m * n_values * sizeof(double))
-    sc.left_taken = <uint8_t*> take(&sc.mem, n_nodes * sizeof(uint8_t))
+cdef Scratch* scratch_take(Buffers* mem, int64_t n_nodes, int64_t m,
+                           int64_t n_values) noexcept nogil:
+    """A Scratch and its arrays, taken from ``mem`` (NULL, ``mem`` failed, if not)."""
+    cdef Scratch* sc = <Scratch*> take(mem, sizeof(Scratch))
+    if sc == NULL:
+        return NULL
+    sc.ratio_prod = <double*> take(mem, n_nodes * sizeof(double))
+    sc.follow_prod = <double*> take(mem, n_nodes * sizeof(double))
+    sc.factor = <double*> take(mem, n_nodes * m * sizeof(double))
+    sc.inv_factor = <double*> take(mem, n_nodes * m * sizeof(double))
+    sc.path_prod = <double*> take(mem, n_nodes * m * sizeof(double))
+    sc.subtree = <double*> take(mem, n_nodes * m * n_values * sizeof(double))
+    sc.deepest = <double*> take(mem, n_nodes * m * n_values * sizeof(double))
+    sc.left_taken = <uint8_t*> take(mem, n_nodes * sizeof(uint8_t))
     return sc
 
 
+cdef void* gradient_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const ScratchSize* size = <const ScratchSize*> work
+    return scratch_take(mem, size.n_nodes, size.m, size.n_values)
 
 
 cdef void gradient_up_pass(
@@ -138,6 +145,33 @@ cdef void tree_gradient_uniform(
                      sc.subtree, sc.deepest, out)
 
 
+cdef RuleSums rule_sums(ens, const double[:, ::1] X, const double[::1] points,
+                        const double[::1] weights, const int64_t[::1] trees,
+                        double[:, :, ::1] out):
+    """The work of a quadrature over whole trees, row by row."""
+    cdef RuleSums w
+    w.f = forest_from(ens)
+    w.size = ScratchSize(n_nodes=w.f.max_tree_nodes, m=points.shape[0], n_values=w.f.n_values)
+    w.rows = rows_of(X)
+    w.points = &points[0]
+    w.weights = &weights[0]
+    w.trees = &trees[0]
+    w.n_trees = trees.shape[0]
+    w.out = Outputs(&out[0, 0, 0], out.shape[1], out.shape[2])
+    return w
+
+
+cdef void uniform_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                       Interrupt* stop) noexcept nogil:
+    cdef RuleSums w = (<const RuleSums*> work)[0]
+    cdef Scratch sc = (<Scratch*> scratch)[0]  # a copy: see the driver
+    cdef int64_t i, t
+    for i in range(lo, hi):
+        for t in range(w.n_trees):
+            tree_gradient_uniform(&w.f, w.trees[t], row_at(&w.rows, i), w.points, w.weights,
+                                  w.size.m, &sc, output_row(&w.out, i, 0))
+
+
 def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
                        const double[::1] weights, const int64_t[::1] trees,
                        double[:, :, ::1] out, int n_threads):
@@ -147,27 +181,11 @@ def semivalues_uniform(ens, const double[:, ::1] X, const double[::1] points,
     nodes and Beta-density weights this is the Beta Shapley value (Shapley
     for (1, 1)); with one point q and weight 1 the weighted Banzhaf value.
     """
-    cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t m = points.shape[0]
-    cdef Py_ssize_t i
-    cdef int64_t t
-    cdef Scratch sc
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
+    cdef RuleSums w
+    if X.shape[0] == 0 or trees.shape[0] == 0:
         return
-    with nogil, parallel(num_threads=n_threads):
-        # assigned inside the block, so each thread has its own scratch
-        sc = scratch_alloc(f.max_tree_nodes, m, f.n_values)
-        scratch_ready(&stop, &sc.mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=16):
-            if interrupted(&stop):
-                continue
-            for t in range(trees.shape[0]):
-                tree_gradient_uniform(&f, trees[t], &X[i, 0], &points[0], &weights[0], m,
-                                      &sc, &out[i, 0, 0])
-        buffers_free(&sc.mem)
-    interrupt_raise(&stop)
+    w = rule_sums(ens, X, points, weights, trees, out)
+    parallel_units(X.shape[0], 16, gradient_scratch, uniform_rows, &w, n_threads)
 
 
 # Quadrature over part of a tree. grad F_t is a sum over the tree's leaves
@@ -371,6 +389,48 @@ cdef void part_gradient(
             out[w * p_features + f.feature[node[pi]]] += d * acc
 
 
+cdef struct PartSums:
+    ScratchSize size  # first: gradient_scratch reads it
+    Forest f
+    Rows rows
+    int64_t block
+    const int64_t* trees
+    int64_t n_trees
+    const int64_t* start  # the parts (part_nodes)
+    const int64_t* node
+    const int64_t* parent
+    const int64_t* prev
+    const int64_t* tree_rule
+    const double* rule_points   # (rules, size.m)
+    const double* rule_weights
+    const int64_t* rule_size
+    Outputs out
+
+
+cdef void part_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    """Blocks lo:hi of rows, tree by tree; a tree's factors once per block."""
+    cdef PartSums w = (<const PartSums*> work)[0]
+    cdef Scratch sc = (<Scratch*> scratch)[0]  # a copy: see the driver
+    cdef int64_t M = w.size.m
+    cdef int64_t bi, i, t, ti, s, n, r
+    for bi in range(lo, hi):
+        for ti in range(w.n_trees):
+            t = w.trees[ti]
+            s = w.start[t]
+            n = w.start[t + 1] - s
+            if n <= 1:
+                continue
+            r = w.tree_rule[t]
+            part_factors(&w.f, &w.node[s], &w.prev[s], n, &w.rule_points[r * M],
+                         w.rule_size[r], M, sc.ratio_prod, sc.factor, sc.inv_factor)
+            for i in range(bi * w.block, min(w.rows.n, (bi + 1) * w.block)):
+                part_gradient(&w.f, t, &w.node[s], &w.parent[s], &w.prev[s], n,
+                              row_at(&w.rows, i), &w.rule_weights[r * M], w.rule_size[r], M,
+                              sc.ratio_prod, sc.factor, sc.inv_factor, &sc,
+                              output_row(&w.out, i, 0))
+
+
 def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
                     const int64_t[::1] tree_rule, const double[:, ::1] rule_points,
                     const double[:, ::1] rule_weights, const int64_t[::1] rule_size,
@@ -380,45 +440,26 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     ``tree_rule[t]`` (``rule_size``, ``rule_points``, ``rule_weights``).
     Parts of one node (no leaf kept, or a one-leaf tree) add nothing. Rows
     go in blocks of ``part_block_rows``, tree by tree (a row's trees in order)."""
-    cdef Forest f = forest_from(ens)
     cdef const int64_t[::1] start = part["start"]
     cdef const int64_t[::1] node = part["node"]
     cdef const int64_t[::1] parent = part["parent"]
     cdef const int64_t[::1] prev = part["prev"]
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t max_nodes = int(np.max(np.diff(part["start"]), initial=1))
-    cdef int64_t M = max(1, rule_points.shape[1])
-    cdef int64_t block = part_block_rows(n_rows, n_threads)
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef Py_ssize_t bi
-    cdef int64_t i, t, ti, s, n, r
-    cdef Scratch sc
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
+    cdef PartSums w
+    if X.shape[0] == 0 or trees.shape[0] == 0:
         return
-    with nogil, parallel(num_threads=n_threads):
-        # twice the nodes: left_taken holds the decision and X of every node,
-        # factor and inv_factor a part's factors at X = 0 and X = 1
-        sc = scratch_alloc(2 * max(max_nodes, 1), M, f.n_values)
-        scratch_ready(&stop, &sc.mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                s = start[t]
-                n = start[t + 1] - s
-                if n <= 1:
-                    continue
-                r = tree_rule[t]
-                part_factors(&f, &node[s], &prev[s], n, &rule_points[r, 0], rule_size[r], M,
-                             sc.ratio_prod, sc.factor, sc.inv_factor)
-                for i in range(bi * block, min(n_rows, (bi + 1) * block)):
-                    part_gradient(&f, t, &node[s], &parent[s], &prev[s], n, &X[i, 0],
-                                  &rule_weights[r, 0], rule_size[r], M, sc.ratio_prod,
-                                  sc.factor, sc.inv_factor, &sc, &out[i, 0, 0])
-        buffers_free(&sc.mem)
-    interrupt_raise(&stop)
+    w.f = forest_from(ens)
+    # twice the nodes: left_taken holds the decision and X of every node,
+    # factor and inv_factor a part's factors at X = 0 and X = 1
+    w.size = ScratchSize(n_nodes=2 * max(1, int(np.max(np.diff(part["start"]), initial=1))),
+                         m=max(1, rule_points.shape[1]), n_values=w.f.n_values)
+    w = PartSums(size=w.size, f=w.f, rows=rows_of(X),
+                 block=part_block_rows(X.shape[0], n_threads), trees=&trees[0],
+                 n_trees=trees.shape[0], start=&start[0], node=&node[0], parent=&parent[0],
+                 prev=&prev[0], tree_rule=&tree_rule[0], rule_points=&rule_points[0, 0],
+                 rule_weights=&rule_weights[0, 0], rule_size=&rule_size[0],
+                 out=Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
+    parallel_units((w.rows.n + w.block - 1) // w.block, 1, gradient_scratch, part_blocks, &w,
+                   n_threads)
 
 
 # Pattern tables (for many rows of shallow trees). In a leaf's term
@@ -685,6 +726,59 @@ cdef void leaf_table(const double* r, int64_t d, const double* points, const dou
             row[b] = row[b] * scale * (((A >> b) & 1) - r[b])
 
 
+cdef struct UnitTables:
+    size_t scratch_bytes  # first (bytes_scratch): leaf_table's work, then a pair's two tables
+    Patterns ps
+    Tables tables
+    const int64_t* unit_leaf
+    const int64_t* unit_right
+    const int64_t* unit_slot
+    const double* rule_points   # (dims, rule_stride)
+    const double* rule_weights
+    int64_t rule_stride
+    const int64_t* rule_size
+    const double* scale_left
+    const double* scale_right
+    int64_t max_dim
+
+
+cdef void unit_tables(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    cdef UnitTables w = (<const UnitTables*> work)[0]
+    cdef double* leaf_work = <double*> scratch
+    cdef double* left = leaf_work + 2 * (w.max_dim + 1)
+    cdef double* right
+    cdef double* out
+    cdef const double* points
+    cdef const double* weights
+    cdef int64_t i, u, v, rv, d, s, P, A, Ar, b, size, m
+    for i in range(lo, hi):
+        u = w.tables.selected[i]
+        v = w.unit_leaf[u]
+        rv = w.unit_right[u]
+        d = w.ps.dim[v]
+        m = w.rule_size[d]
+        points = w.rule_points + d * w.rule_stride
+        weights = w.rule_weights + d * w.rule_stride
+        out = &w.tables.data[w.tables.start[i]]
+        if rv < 0:
+            leaf_table(&w.ps.ratio[w.ps.fstart[v]], d, points, weights, m, w.scale_left[u], out,
+                       leaf_work)
+            continue
+        size = (<int64_t> 1) << d
+        right = left + size * d
+        leaf_table(&w.ps.ratio[w.ps.fstart[v]], d, points, weights, m, w.scale_left[u], left,
+                   leaf_work)
+        leaf_table(&w.ps.ratio[w.ps.fstart[rv]], d, points, weights, m, w.scale_right[u], right,
+                   leaf_work)
+        s = w.unit_slot[u]
+        for P in range(2 * size):
+            A = P & (size - 1)
+            Ar = (A & ~((<int64_t> 1) << s)) | ((P >> d) << s)
+            for b in range(d):
+                out[P * d + b] = left[A * d + b] + right[Ar * d + b]
+
+
 def pattern_tables(structure, units, const int64_t[::1] selected,
                    const int64_t[::1] table_start, const double[:, ::1] rule_points,
                    const double[:, ::1] rule_weights, const int64_t[::1] rule_size,
@@ -704,52 +798,22 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
     cdef const int64_t[::1] unit_slot = units["slot"]
     cdef int64_t n_units = selected.shape[0]
     cdef double[::1] tables = np.empty(table_start[n_units] if n_units else 0)
-    cdef Py_ssize_t i
-    cdef int64_t u, v, rv, d, s, P, A, Ar, b, size, m
-    cdef int64_t max_dim = 0, pair_doubles = 0
-    cdef Buffers mem
-    cdef double* work
-    cdef double* left
-    cdef double* right
-    cdef double* out
-    cdef Interrupt stop = interrupt_new()
+    cdef int64_t i, d, max_dim = 0, pair_doubles = 0
+    cdef UnitTables w
+    if n_units == 0:
+        return np.asarray(tables)
     for i in range(n_units):  # each thread's scratch: for the largest unit
         d = ps.dim[unit_leaf[selected[i]]]
         max_dim = max(max_dim, d)
         if unit_right[selected[i]] >= 0:
             pair_doubles = max(pair_doubles, 2 * ((<int64_t> 1) << d) * d)
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        work = <double*> take(&mem, 2 * (max_dim + 1) * sizeof(double))
-        left = <double*> take(&mem, max(pair_doubles, 1) * sizeof(double))
-        scratch_ready(&stop, &mem)
-        for i in prange(n_units, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            u = selected[i]
-            v = unit_leaf[u]
-            rv = unit_right[u]
-            d = ps.dim[v]
-            m = rule_size[d]
-            out = &tables[table_start[i]]
-            if rv < 0:
-                leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0],
-                           &rule_weights[d, 0], m, scale_left[u], out, work)
-                continue
-            size = (<int64_t> 1) << d
-            right = left + size * d
-            leaf_table(&ps.ratio[ps.fstart[v]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
-                       scale_left[u], left, work)
-            leaf_table(&ps.ratio[ps.fstart[rv]], d, &rule_points[d, 0], &rule_weights[d, 0], m,
-                       scale_right[u], right, work)
-            s = unit_slot[u]
-            for P in range(2 * size):
-                A = P & (size - 1)
-                Ar = (A & ~((<int64_t> 1) << s)) | ((P >> d) << s)
-                for b in range(d):
-                    out[P * d + b] = left[A * d + b] + right[Ar * d + b]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    w = UnitTables(scratch_bytes=(2 * (max_dim + 1) + pair_doubles) * sizeof(double), ps=ps,
+                   tables=tables_of(selected, table_start, tables), unit_leaf=&unit_leaf[0],
+                   unit_right=&unit_right[0], unit_slot=&unit_slot[0],
+                   rule_points=&rule_points[0, 0], rule_weights=&rule_weights[0, 0],
+                   rule_stride=rule_points.shape[1], rule_size=&rule_size[0],
+                   scale_left=&scale_left[0], scale_right=&scale_right[0], max_dim=max_dim)
+    parallel_units(n_units, 1, bytes_scratch, unit_tables, &w, n_threads)
     return np.asarray(tables)
 
 
@@ -936,9 +1000,7 @@ cdef object unit_records(const Forest* f, ens, structure, units):
     kept = units.get("_unit_records")
     if kept is not None and all([a is b for a, b in zip(kept[0], sources)]):
         return kept[1]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
+    cdef Patterns p = patterns_from(structure, False)
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
@@ -954,12 +1016,12 @@ cdef object unit_records(const Forest* f, ens, structure, units):
             for u in range(tree_unit_start[t], tree_unit_start[t + 1]):
                 v = unit_leaf[u]
                 rv = unit_right[u]
-                rec[u].fstart = fstart[v]
-                rec[u].dim = <uint8_t> min(dim[v], 255)
+                rec[u].fstart = p.fstart[v]
+                rec[u].dim = <uint8_t> min(p.dim[v], 255)
                 rec[u].slot = <uint8_t> (unit_slot[u] if rv >= 0 else 0)
                 rec[u].pair = rv >= 0
-                rec[u].leaf = <uint32_t> (leaf_node[v] - start)
-                rec[u].right = <uint32_t> (leaf_node[rv if rv >= 0 else v] - start)
+                rec[u].leaf = <uint32_t> (p.leaf_node[v] - start)
+                rec[u].right = <uint32_t> (p.leaf_node[rv if rv >= 0 else v] - start)
     units["_unit_records"] = (sources, records)
     return records
 
@@ -1084,6 +1146,61 @@ cdef void few_rows_block(
                      out, out_row, out_output)
 
 
+cdef struct FewRows:
+    const Forest* f
+    const Patterns* ps
+    const int64_t* trees
+    int64_t n_trees
+    Rows rows
+    int64_t n_parts
+    const UnitRecord* recs
+    const int64_t* tree_unit_start
+    const double* tables
+    const int64_t* table_start
+    bint scaled
+    int64_t max_units
+    double* out
+    int64_t out_row       # out's strides, in doubles
+    int64_t out_output
+    const InnerNode* inner
+    const int64_t* tree_inner
+
+
+cdef struct FewRowsScratch:
+    uint8_t* left_taken    # FEW_ROWS rows' (few_rows_block)
+    uint32_t* pattern
+    const double** rows    # 6 FEW_ROWS max_units: table rows, then their lines
+
+
+cdef void* few_rows_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const FewRows* w = <const FewRows*> work
+    cdef FewRowsScratch* s = <FewRowsScratch*> take(mem, sizeof(FewRowsScratch))
+    if s != NULL:
+        s.left_taken = <uint8_t*> take(mem, w.f.max_tree_nodes * FEW_ROWS)
+        s.pattern = <uint32_t*> take(mem, w.f.max_tree_nodes * FEW_ROWS * sizeof(uint32_t))
+        s.rows = <const double**> take(mem, 6 * FEW_ROWS * w.max_units * sizeof(double*))
+    return s
+
+
+cdef void few_rows_parts(void* work, int64_t lo, int64_t hi, void* scratch,
+                         Interrupt* stop) noexcept nogil:
+    """Parts lo:hi of the rows, FEW_ROWS rows a block."""
+    cdef FewRows w = (<const FewRows*> work)[0]
+    cdef const FewRowsScratch* s = <const FewRowsScratch*> scratch
+    cdef int64_t part, r1, c0, c1
+    for part in range(lo, hi):
+        c0 = part * w.rows.n // w.n_parts
+        r1 = (part + 1) * w.rows.n // w.n_parts
+        while c0 < r1:
+            c1 = min(c0 + FEW_ROWS, r1)
+            few_rows_block(w.f, w.ps, w.trees, w.n_trees, row_at(&w.rows, c0), w.rows.stride,
+                           c1 - c0, w.recs, w.tree_unit_start, w.tables, w.table_start,
+                           w.scaled, w.max_units, w.out + c0 * w.out_row, w.out_row, w.out_output,
+                           w.inner, w.tree_inner, s.left_taken, s.pattern, s.rows,
+                           s.rows + 2 * FEW_ROWS * w.max_units)
+            c0 = c1
+
+
 cdef int few_rows_call(
     const Forest* f, const Patterns* ps, ens, structure, units, const int64_t[::1] trees,
     const double[:, ::1] X, const double[::1] tables, const int64_t[::1] table_start,
@@ -1098,68 +1215,145 @@ cdef int few_rows_call(
     there compile about 10% slower)."""
     cdef const uint8_t[::1] unit_raw = unit_records(f, ens, structure, units)
     cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
-    cdef int64_t n_rows = X.shape[0]
-    cdef int64_t n_parts = max(1, min(<int64_t> n_threads, n_rows // FEW_ROWS_PER_THREAD))
-    cdef Py_ssize_t part
-    cdef int64_t r0, r1, c0, c1
-    cdef Buffers mem
-    cdef uint8_t* left_taken
-    cdef uint32_t* pattern
-    cdef const double** rows
-    cdef Interrupt stop = interrupt_new()
-    with nogil, parallel(num_threads=n_parts):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * FEW_ROWS)
-        pattern = <uint32_t*> take(&mem, f.max_tree_nodes * FEW_ROWS * sizeof(uint32_t))
-        rows = <const double**> take(&mem, 6 * FEW_ROWS * max_units * sizeof(double*))
-        scratch_ready(&stop, &mem)
-        for part in prange(n_parts, schedule="static"):
-            if interrupted(&stop):
+    cdef int64_t n_parts = max(1, min(<int64_t> n_threads, X.shape[0] // FEW_ROWS_PER_THREAD))
+    cdef FewRows w = FewRows(
+        f=f, ps=ps, trees=&trees[0], n_trees=trees.shape[0], rows=rows_of(X), n_parts=n_parts,
+        recs=<const UnitRecord*> &unit_raw[0],
+        tree_unit_start=&tree_unit_start[0], tables=&tables[0], table_start=&table_start[0],
+        scaled=scaled, max_units=max_units, out=&out[0, 0, 0],
+        out_row=out.strides[0] // sizeof(double), out_output=out.strides[1] // sizeof(double),
+        inner=inner, tree_inner=tree_inner)
+    return parallel_units(n_parts, 1, few_rows_scratch, few_rows_parts, &w, n_parts)
+
+
+cdef struct PatternRows:
+    size_t scratch_bytes  # first (bytes_scratch): pattern, unit_offset, left_taken
+    Forest f
+    Patterns ps
+    Rows rows
+    int64_t block
+    const int64_t* trees
+    int64_t n_trees
+    const int64_t* tree_unit_start
+    const int64_t* unit_leaf
+    const int64_t* unit_right
+    const int64_t* unit_slot
+    const double* tables
+    const int64_t* table_start
+    bint scaled
+    int64_t max_units
+    Outputs out
+
+
+cdef struct PatternScratch:
+    uint32_t* pattern
+    uint32_t* unit_offset
+    uint8_t* left_taken
+
+
+cdef void* pattern_rows_scratch(void* work, Buffers* mem) noexcept nogil:
+    cdef const PatternRows* w = <const PatternRows*> work
+    cdef PatternScratch* s = <PatternScratch*> take(mem, sizeof(PatternScratch))
+    if s != NULL:
+        s.left_taken = <uint8_t*> take(mem, w.f.max_tree_nodes * SUB * sizeof(uint8_t))
+        s.pattern = <uint32_t*> take(mem, w.f.max_tree_nodes * SUB * sizeof(uint32_t))
+        s.unit_offset = <uint32_t*> take(mem, w.block * w.max_units * sizeof(uint32_t))
+    return s
+
+
+cdef void pattern_row_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
+                             Interrupt* stop) noexcept nogil:
+    """Blocks lo:hi of rows: per tree, every row's offset at every unit, then
+    unit by unit. What the loops read is in locals whose address is never
+    taken (a store into the rows' values cannot change them: no reloads)."""
+    cdef const PatternRows* w = <const PatternRows*> work
+    cdef Forest f = w.f
+    cdef const int64_t* leaf_node = w.ps.leaf_node
+    cdef const int64_t* dim = w.ps.dim
+    cdef const int64_t* fstart = w.ps.fstart
+    cdef const int64_t* feature = w.ps.feature
+    cdef const int64_t* node_slot = w.ps.node_slot
+    cdef const int64_t* trees = w.trees
+    cdef const int64_t* tree_unit_start = w.tree_unit_start
+    cdef const int64_t* unit_leaf = w.unit_leaf
+    cdef const int64_t* unit_right = w.unit_right
+    cdef const int64_t* unit_slot = w.unit_slot
+    cdef const int64_t* table_start = w.table_start
+    cdef const double* tables = w.tables
+    cdef const double* X = w.rows.data
+    cdef int64_t stride = w.rows.stride, n_rows = w.rows.n, n_trees = w.n_trees
+    cdef double* out = w.out.data
+    cdef int64_t n_outputs = w.out.n_outputs, width = w.out.width
+    cdef bint scaled = w.scaled
+    cdef int64_t block = w.block
+    cdef int64_t W = f.n_values
+    cdef uint32_t* pattern = (<PatternScratch*> scratch).pattern
+    cdef uint32_t* unit_offset = (<PatternScratch*> scratch).unit_offset
+    cdef uint8_t* left_taken = (<PatternScratch*> scratch).left_taken
+    cdef int64_t bi, i, i0, i1, ti, t, start, n, u, v, rv, d, o, k, e, uu, n_units
+    cdef int64_t r0, nr, r, a, c, s, sb
+    cdef double value
+    cdef const double* table
+    cdef const double* row
+    cdef const int64_t* feat
+    cdef double* orow
+    for bi in range(lo, hi):
+        i0 = bi * block
+        i1 = min(i0 + block, n_rows)
+        for ti in range(n_trees):
+            t = trees[ti]
+            start = f.tree_start[t]
+            n = f.tree_start[t + 1] - start
+            if n == 1:
                 continue
-            r0 = part * n_rows // n_parts
-            r1 = (part + 1) * n_rows // n_parts
-            c0 = r0
-            while c0 < r1:
-                c1 = min(c0 + FEW_ROWS, r1)
-                few_rows_block(f, ps, &trees[0], trees.shape[0], &X[c0, 0], X.shape[1],
-                               c1 - c0, <const UnitRecord*> &unit_raw[0], &tree_unit_start[0],
-                               &tables[0], &table_start[0], scaled, max_units, &out[c0, 0, 0],
-                               out.strides[0] // sizeof(double),
-                               out.strides[1] // sizeof(double), inner, tree_inner,
-                               left_taken, pattern, rows, rows + 2 * FEW_ROWS * max_units)
-                c0 = c1
-        buffers_free(&mem)
-    interrupt_raise(&stop)
-    return 0
-
-
-cdef Patterns pattern_pointers(object structure) except *:
-    """patterns_from without its maxima (a loop over every leaf: 20 us for a
-    depth-8 model, a tenth of a row's time): ``max_leaves`` and ``max_dim``
-    are -1. For pattern_semivalues, which reads neither."""
-    cdef Patterns p
-    cdef const int64_t[::1] node_slot = structure["node_slot"]
-    cdef const int64_t[::1] leaf_node = structure["leaf_node"]
-    cdef const int64_t[::1] dim = structure["leaf_dim"]
-    cdef const int64_t[::1] fstart = structure["leaf_feature_start"]
-    cdef const int64_t[::1] feature = structure["leaf_feature"]
-    cdef const double[::1] ratio = structure["leaf_ratio"]
-    cdef const int64_t[::1] edge = structure["leaf_edge"]
-    cdef const int64_t[::1] tree_leaf_start = structure["tree_leaf_start"]
-    # pointers into the structure's arrays, which outlive the kernel's call
-    p.node_slot = &node_slot[0] if node_slot.shape[0] else NULL
-    p.leaf_node = &leaf_node[0] if leaf_node.shape[0] else NULL
-    p.dim = &dim[0] if dim.shape[0] else NULL
-    p.fstart = &fstart[0]
-    p.feature = &feature[0] if feature.shape[0] else NULL
-    p.ratio = &ratio[0] if ratio.shape[0] else NULL
-    p.edge = &edge[0] if edge.shape[0] else NULL
-    p.tree_leaf_start = &tree_leaf_start[0]
-    p.n_leaves = dim.shape[0]
-    p.n_entries = feature.shape[0]
-    p.max_leaves = -1
-    p.max_dim = -1
-    return p
+            n_units = tree_unit_start[t + 1] - tree_unit_start[t]
+            # 1. every row's pattern (and right bit) at every unit: node by
+            # node for SUB rows at a time (independent rows, no chain)
+            for sb in range((i1 - i0 + SUB - 1) // SUB):
+                r0 = i0 + sb * SUB
+                nr = min(<int64_t> SUB, i1 - r0)
+                sub_patterns(&f, t, X + r0 * stride, stride, nr, node_slot, left_taken, pattern)
+                for uu in range(n_units):
+                    u = tree_unit_start[t] + uu
+                    if table_start[u] < 0:  # left to the quadrature kernel
+                        continue
+                    v = unit_leaf[u]
+                    rv = unit_right[u]
+                    a = (leaf_node[v] - start) * SUB
+                    if rv >= 0:
+                        c = (leaf_node[rv] - start) * SUB
+                        s = unit_slot[u]
+                        for r in range(nr):
+                            unit_offset[uu * block + (r0 - i0) + r] = (
+                                (pattern[a + r] | (((pattern[c + r] >> s) & 1) << dim[v]))
+                                * dim[v])
+                    else:
+                        for r in range(nr):
+                            unit_offset[uu * block + (r0 - i0) + r] = pattern[a + r] * dim[v]
+            # 2. unit by unit
+            for uu in range(n_units):
+                u = tree_unit_start[t] + uu
+                if table_start[u] < 0:
+                    continue
+                v = unit_leaf[u]
+                d = dim[v]
+                feat = &feature[fstart[v]]
+                table = &tables[table_start[u]]
+                if scaled:
+                    o = f.tree_output[t]
+                    for i in range(i0, i1):
+                        row = table + unit_offset[uu * block + (i - i0)]
+                        orow = out + (i * n_outputs + o) * width
+                        for e in range(d):
+                            orow[feat[e]] += row[e]
+                else:
+                    for i in range(i0, i1):
+                        row = table + unit_offset[uu * block + (i - i0)]
+                        for k in range(W):
+                            value = f.value[leaf_node[v] * W + k]
+                            orow = out + (i * n_outputs + k) * width
+                            for e in range(d):
+                                orow[feat[e]] += value * row[e]
 
 
 def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
@@ -1180,111 +1374,36 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
     same order.
     """
     cdef Forest f = forest_from(ens)
-    cdef Patterns ps = pattern_pointers(structure)
+    cdef Patterns ps = patterns_from(structure, False)  # pattern_semivalues reads no maxima
     cdef const int64_t[::1] unit_leaf = units["leaf"]
     cdef const int64_t[::1] unit_right = units["right"]
     cdef const int64_t[::1] unit_slot = units["slot"]
     cdef const int64_t[::1] tree_unit_start = units["tree_unit_start"]
-    cdef Py_ssize_t n_rows = X.shape[0]
     cdef int64_t block = pattern_block_rows(X.shape[0], n_threads)
-    cdef int64_t n_blocks = (n_rows + block - 1) // block
-    cdef int64_t W = f.n_values
     cdef int64_t max_units = widest(&tree_unit_start[0], tree_unit_start.shape[0])
-    cdef Py_ssize_t bi
-    cdef int64_t i, i0, i1, ti, t, start, n, u, v, rv, d, o, w, e, uu, n_units
-    cdef uint64_t A
-    cdef double value
-    cdef const double* table
-    cdef const double* row
-    cdef const int64_t* feat
-    cdef double* orow
-    cdef uint8_t* left_taken
-    cdef uint32_t* pattern
-    cdef uint32_t* unit_offset
     # without InnerNode records (a structure of another origin): row_tree_patterns
     cdef const uint8_t[::1] inner_raw = structure.get("inner_nodes")
     cdef const int64_t[::1] inner_start = structure.get("tree_inner_start")
     cdef const InnerNode* inner = (<const InnerNode*> &inner_raw[0]
                                    if inner_raw is not None and inner_start is not None else NULL)
     cdef const int64_t* tree_inner = &inner_start[0] if inner != NULL else NULL
-    cdef int64_t r0, nr, r, a, c, s, sb
-    cdef Buffers mem
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0 or trees.shape[0] == 0:
+    cdef PatternRows w
+    if X.shape[0] == 0 or trees.shape[0] == 0:
         return
-    if n_rows <= FEW_ROWS_CALL:  # row by row, FEW_ROWS_PER_THREAD or more a thread
+    if X.shape[0] <= FEW_ROWS_CALL:  # row by row, FEW_ROWS_PER_THREAD or more a thread
         few_rows_call(&f, &ps, ens, structure, units, trees, X, tables, table_start, scaled,
                       out, max_units, inner, tree_inner, n_threads)
         return
-    with nogil, parallel(num_threads=n_threads):
-        mem = buffers_new()
-        left_taken = <uint8_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint8_t))
-        pattern = <uint32_t*> take(&mem, f.max_tree_nodes * SUB * sizeof(uint32_t))
-        unit_offset = <uint32_t*> take(&mem, block * max_units * sizeof(uint32_t))
-        scratch_ready(&stop, &mem)
-        for bi in prange(n_blocks, schedule="dynamic"):
-            if interrupted(&stop):
-                continue
-            i0 = bi * block
-            i1 = min(i0 + block, n_rows)
-            for ti in range(trees.shape[0]):
-                t = trees[ti]
-                start = f.tree_start[t]
-                n = f.tree_start[t + 1] - start
-                if n == 1:
-                    continue
-                n_units = tree_unit_start[t + 1] - tree_unit_start[t]
-                # 1. every row's pattern (and right bit) at every unit: node by
-                # node for SUB rows at a time (independent rows, no chain)
-                for sb in range((i1 - i0 + SUB - 1) // SUB):
-                    r0 = i0 + sb * SUB
-                    nr = min(<int64_t> SUB, i1 - r0)
-                    sub_patterns(&f, t, &X[r0, 0], X.shape[1], nr, ps.node_slot,
-                                 left_taken, pattern)
-                    for uu in range(n_units):
-                        u = tree_unit_start[t] + uu
-                        if table_start[u] < 0:  # left to the quadrature kernel
-                            continue
-                        v = unit_leaf[u]
-                        rv = unit_right[u]
-                        a = (ps.leaf_node[v] - start) * SUB
-                        if rv >= 0:
-                            c = (ps.leaf_node[rv] - start) * SUB
-                            s = unit_slot[u]
-                            for r in range(nr):
-                                unit_offset[uu * block + (r0 - i0) + r] = (
-                                    (pattern[a + r] | (((pattern[c + r] >> s) & 1) << ps.dim[v]))
-                                    * ps.dim[v])
-                        else:
-                            for r in range(nr):
-                                unit_offset[uu * block + (r0 - i0) + r] = (pattern[a + r]
-                                                                           * ps.dim[v])
-                # 2. unit by unit
-                for uu in range(n_units):
-                    u = tree_unit_start[t] + uu
-                    if table_start[u] < 0:
-                        continue
-                    v = unit_leaf[u]
-                    d = ps.dim[v]
-                    feat = &ps.feature[ps.fstart[v]]
-                    table = &tables[table_start[u]]
-                    if scaled:
-                        o = f.tree_output[t]
-                        for i in range(i0, i1):
-                            row = table + unit_offset[uu * block + (i - i0)]
-                            orow = &out[i, o, 0]
-                            for e in range(d):
-                                orow[feat[e]] += row[e]
-                    else:
-                        for i in range(i0, i1):
-                            row = table + unit_offset[uu * block + (i - i0)]
-                            for w in range(W):
-                                value = f.value[ps.leaf_node[v] * W + w]
-                                orow = &out[i, w, 0]
-                                for e in range(d):
-                                    orow[feat[e]] += value * row[e]
-        buffers_free(&mem)
-    interrupt_raise(&stop)
+    w = PatternRows(
+        scratch_bytes=(f.max_tree_nodes * SUB * (sizeof(uint32_t) + sizeof(uint8_t))
+                       + block * max_units * sizeof(uint32_t)),
+        f=f, ps=ps, rows=rows_of(X), block=block,
+        trees=&trees[0], n_trees=trees.shape[0], tree_unit_start=&tree_unit_start[0],
+        unit_leaf=&unit_leaf[0], unit_right=&unit_right[0], unit_slot=&unit_slot[0],
+        tables=&tables[0], table_start=&table_start[0], scaled=scaled, max_units=max_units,
+        out=Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
+    parallel_units((w.rows.n + block - 1) // block, 1, pattern_rows_scratch, pattern_row_blocks, &w,
+                   n_threads)
 
 
 # TreeGrad at any point z in [0, 1]^p (treegrad-ranker Algorithm 9), with the
@@ -1306,22 +1425,25 @@ cdef struct GradScratch:
     double* total1
     double* deepest0
     double* deepest1
-    Buffers mem  # owns every array above
 
 
-cdef GradScratch grad_alloc(int64_t n_nodes) noexcept nogil:
-    cdef GradScratch g
-    g.mem = buffers_new()
-    g.ratio_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.follow_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.left_taken = <uint8_t*> take(&g.mem, n_nodes * sizeof(uint8_t))
-    g.factor = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.nonzero_prod = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.zeros = <int64_t*> take(&g.mem, n_nodes * sizeof(int64_t))
-    g.total0 = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.total1 = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.deepest0 = <double*> take(&g.mem, n_nodes * sizeof(double))
-    g.deepest1 = <double*> take(&g.mem, n_nodes * sizeof(double))
+cdef void* grad_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A GradScratch for trees of as many nodes as the work struct's first
+    field (an int64_t) says."""
+    cdef int64_t n = (<const int64_t*> work)[0]
+    cdef GradScratch* g = <GradScratch*> take(mem, sizeof(GradScratch))
+    if g == NULL:
+        return NULL
+    g.ratio_prod = <double*> take(mem, n * sizeof(double))
+    g.follow_prod = <double*> take(mem, n * sizeof(double))
+    g.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
+    g.factor = <double*> take(mem, n * sizeof(double))
+    g.nonzero_prod = <double*> take(mem, n * sizeof(double))
+    g.zeros = <int64_t*> take(mem, n * sizeof(int64_t))
+    g.total0 = <double*> take(mem, n * sizeof(double))
+    g.total1 = <double*> take(mem, n * sizeof(double))
+    g.deepest0 = <double*> take(mem, n * sizeof(double))
+    g.deepest1 = <double*> take(mem, n * sizeof(double))
     return g
 
 
@@ -1393,6 +1515,28 @@ cdef double tree_gradient_at(
     return g.total0[0]
 
 
+cdef struct PointGradients:
+    int64_t n_nodes  # first: grad_scratch reads it
+    Forest f
+    Rows rows
+    Rows points  # z, one per row
+    const int64_t* output
+    double* grad    # (rows, f.n_features)
+    double* value
+
+
+cdef void gradient_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                        Interrupt* stop) noexcept nogil:
+    cdef PointGradients w = (<const PointGradients*> work)[0]
+    cdef GradScratch g = (<GradScratch*> scratch)[0]  # a copy: see the driver
+    cdef int64_t i, t
+    for i in range(lo, hi):
+        for t in range(w.f.n_trees):
+            w.value[i] += tree_gradient_at(&w.f, t, w.output[i], row_at(&w.rows, i),
+                                           row_at(&w.points, i), &g,
+                                           w.grad + i * w.f.n_features)
+
+
 def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[::1] output,
              int n_threads):
     """grad F_x(z) and F_x(z) (base included) of one output per row.
@@ -1401,27 +1545,15 @@ def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[
     (class) of each row. Returns (gradients (n_rows, p), values (n_rows,)).
     """
     cdef Forest f = forest_from(ens)
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef double[:, ::1] grad = np.zeros((n_rows, f.n_features))
+    cdef double[:, ::1] grad = np.zeros((X.shape[0], f.n_features))
     cdef double[::1] value = np.asarray(ens.base_value)[np.asarray(output)].astype(np.float64)
-    cdef const double[::1] base = np.asarray(ens.base_value, dtype=np.float64)
-    cdef Py_ssize_t i
-    cdef int64_t t
-    cdef GradScratch g
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0:
+    cdef PointGradients w
+    if X.shape[0] == 0:
         return np.asarray(grad), np.asarray(value)
-    with nogil, parallel(num_threads=n_threads):
-        g = grad_alloc(f.max_tree_nodes)
-        scratch_ready(&stop, &g.mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if interrupted(&stop):
-                continue
-            for t in range(f.n_trees):
-                value[i] += tree_gradient_at(&f, t, output[i], &X[i, 0], &Z[i, 0], &g,
-                                             &grad[i, 0])
-        buffers_free(&g.mem)
-    interrupt_raise(&stop)
+    w = PointGradients(n_nodes=f.max_tree_nodes, f=f, rows=rows_of(X), points=rows_of(Z),
+                       output=&output[0], grad=&grad[0, 0],
+                       value=&value[0])
+    parallel_units(X.shape[0], 8, grad_scratch, gradient_rows, &w, n_threads)
     return np.asarray(grad), np.asarray(value)
 
 
@@ -1446,23 +1578,34 @@ cdef struct RankerScratch:
     double* follow_prod
     double* prefix        # (4 max_dim) prefix products and factors at z and 1 - z
     double* state         # (5 p) z, gradient sum, Adam moments, flipped z
-    Buffers mem  # owns every array above
 
 
-cdef RankerScratch ranker_alloc(int64_t n_leaves, int64_t n_entries, int64_t max_nodes,
-                                int64_t max_dim, int64_t p) noexcept nogil:
-    cdef RankerScratch r
-    r.mem = buffers_new()
-    r.leaf_value = <double*> take(&r.mem, max(n_leaves, 1) * sizeof(double))
-    r.leaf_dim = <int64_t*> take(&r.mem, max(n_leaves, 1) * sizeof(int64_t))
-    r.ratio = <double*> take(&r.mem, max(n_entries, 1) * sizeof(double))
-    r.diff = <double*> take(&r.mem, max(n_entries, 1) * sizeof(double))
-    r.feature = <int64_t*> take(&r.mem, max(n_entries, 1) * sizeof(int64_t))
-    r.left_taken = <uint8_t*> take(&r.mem, max_nodes * sizeof(uint8_t))
-    r.ratio_prod = <double*> take(&r.mem, max_nodes * sizeof(double))
-    r.follow_prod = <double*> take(&r.mem, max_nodes * sizeof(double))
-    r.prefix = <double*> take(&r.mem, 4 * max(max_dim, 1) * sizeof(double))
-    r.state = <double*> take(&r.mem, 5 * max(p, 1) * sizeof(double))
+cdef struct RankerSize:
+    int64_t n_leaves
+    int64_t n_entries
+    int64_t max_nodes
+    int64_t max_dim
+    int64_t p
+
+
+cdef void* ranker_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A RankerScratch for the sizes of the work struct's first field (a
+    RankerSize)."""
+    cdef const RankerSize* size = <const RankerSize*> work
+    cdef int64_t n_leaves = max(size.n_leaves, 1), n_entries = max(size.n_entries, 1)
+    cdef RankerScratch* r = <RankerScratch*> take(mem, sizeof(RankerScratch))
+    if r == NULL:
+        return NULL
+    r.leaf_value = <double*> take(mem, n_leaves * sizeof(double))
+    r.leaf_dim = <int64_t*> take(mem, n_leaves * sizeof(int64_t))
+    r.ratio = <double*> take(mem, n_entries * sizeof(double))
+    r.diff = <double*> take(mem, n_entries * sizeof(double))
+    r.feature = <int64_t*> take(mem, n_entries * sizeof(int64_t))
+    r.left_taken = <uint8_t*> take(mem, size.max_nodes * sizeof(uint8_t))
+    r.ratio_prod = <double*> take(mem, size.max_nodes * sizeof(double))
+    r.follow_prod = <double*> take(mem, size.max_nodes * sizeof(double))
+    r.prefix = <double*> take(mem, 4 * max(size.max_dim, 1) * sizeof(double))
+    r.state = <double*> take(mem, 5 * max(size.p, 1) * sizeof(double))
     return r
 
 
@@ -1536,6 +1679,61 @@ cdef void ranker_gradient(const RankerScratch* r, int64_t n_leaves, int64_t max_
         e += d
 
 
+cdef struct RankerRows:
+    RankerSize size  # first: ranker_scratch reads it
+    Forest f
+    Patterns ps
+    Rows rows
+    const int64_t* output
+    int64_t n_iter
+    double step_size
+    bint adam
+    double* zeta    # (rows, size.p)
+
+
+cdef void ranker_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                      Interrupt* stop) noexcept nogil:
+    cdef const RankerRows* w = <const RankerRows*> work
+    cdef RankerScratch r = (<RankerScratch*> scratch)[0]  # a copy: see the driver
+    cdef Forest f = w.f
+    cdef Patterns ps = w.ps
+    cdef Rows rows = w.rows
+    cdef int64_t p = w.size.p, max_dim = w.size.max_dim, n_iter = w.n_iter
+    cdef double step_size = w.step_size
+    cdef bint adam = w.adam
+    cdef const int64_t* output = w.output
+    cdef double* z = r.state
+    cdef double* grad = r.state + p
+    cdef double* moment1 = r.state + 2 * p
+    cdef double* moment2 = r.state + 3 * p
+    cdef double* zeta
+    cdef int64_t i, it, j, n_leaves
+    cdef double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, m_hat, v_hat, gj, zj
+    for i in range(lo, hi):
+        zeta = w.zeta + i * p
+        n_leaves = ranker_row_game(&f, row_at(&rows, i), output[i], &ps, &r)
+        for j in range(p):
+            z[j] = 0.5
+            moment1[j] = 0.0
+            moment2[j] = 0.0
+        for it in range(1, n_iter + 1):
+            for j in range(p):
+                grad[j] = 0.0
+            ranker_gradient(&r, n_leaves, max_dim, z, grad)
+            for j in range(p):
+                gj = 0.5 * grad[j]
+                zeta[j] += (gj - zeta[j]) / it
+                if adam:
+                    moment1[j] = beta1 * moment1[j] + (1.0 - beta1) * gj
+                    moment2[j] = beta2 * moment2[j] + (1.0 - beta2) * gj * gj
+                    m_hat = moment1[j] / (1.0 - beta1 ** it)
+                    v_hat = moment2[j] / (1.0 - beta2 ** it)
+                    zj = z[j] + step_size * m_hat / sqrt(v_hat + eps)
+                else:
+                    zj = z[j] + step_size * gj
+                z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
+
+
 def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] output,
                     int n_iter, double step_size, bint adam, int n_threads):
     """TreeGrad-Ranker scores zeta of every row (treegrad-ranker Algorithms 2, 10).
@@ -1548,53 +1746,15 @@ def treegrad_ranker(ens, structure, const double[:, ::1] X, const int64_t[::1] o
     """
     cdef Forest f = forest_from(ens)
     cdef Patterns ps = patterns_from(structure)
-    cdef int64_t max_dim = ps.max_dim
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t p = f.n_features
-    cdef double[:, ::1] zeta = np.zeros((n_rows, p))
-    cdef Py_ssize_t i
-    cdef int64_t it, j, n_leaves
-    cdef double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, m_hat, v_hat, gj, zj
-    cdef double* z
-    cdef double* grad
-    cdef double* moment1
-    cdef double* moment2
-    cdef RankerScratch r
-    cdef Interrupt stop = interrupt_new()
-    if n_rows == 0:
+    cdef double[:, ::1] zeta = np.zeros((X.shape[0], f.n_features))
+    cdef RankerRows w
+    if X.shape[0] == 0:
         return np.asarray(zeta)
-    with nogil, parallel(num_threads=n_threads):
-        r = ranker_alloc(ps.n_leaves, ps.n_entries, f.max_tree_nodes, max_dim, p)
-        scratch_ready(&stop, &r.mem)
-        z = r.state
-        grad = r.state + p
-        moment1 = r.state + 2 * p
-        moment2 = r.state + 3 * p
-        for i in prange(n_rows, schedule="dynamic", chunksize=1):
-            if interrupted(&stop):
-                continue
-            n_leaves = ranker_row_game(&f, &X[i, 0], output[i], &ps, &r)
-            for j in range(p):
-                z[j] = 0.5
-                moment1[j] = 0.0
-                moment2[j] = 0.0
-            for it in range(1, n_iter + 1):
-                for j in range(p):
-                    grad[j] = 0.0
-                ranker_gradient(&r, n_leaves, max_dim, z, grad)
-                for j in range(p):
-                    gj = 0.5 * grad[j]
-                    zeta[i, j] += (gj - zeta[i, j]) / it
-                    if adam:
-                        moment1[j] = beta1 * moment1[j] + (1.0 - beta1) * gj
-                        moment2[j] = beta2 * moment2[j] + (1.0 - beta2) * gj * gj
-                        m_hat = moment1[j] / (1.0 - beta1 ** it)
-                        v_hat = moment2[j] / (1.0 - beta2 ** it)
-                        zj = z[j] + step_size * m_hat / sqrt(v_hat + eps)
-                    else:
-                        zj = z[j] + step_size * gj
-                    z[j] = 0.0 if zj < 0.0 else (1.0 if zj > 1.0 else zj)
-        buffers_free(&r.mem)
-    interrupt_raise(&stop)
+    w = RankerRows(size=RankerSize(n_leaves=ps.n_leaves, n_entries=ps.n_entries,
+                                   max_nodes=f.max_tree_nodes, max_dim=ps.max_dim,
+                                   p=f.n_features),
+                   f=f, ps=ps, rows=rows_of(X), output=&output[0], n_iter=n_iter,
+                   step_size=step_size, adam=adam, zeta=&zeta[0, 0])
+    parallel_units(X.shape[0], 1, ranker_scratch, ranker_rows, &w, n_threads)
     return np.asarray(zeta)
 

@@ -40,13 +40,10 @@
 # divisor f_k is never 0 on the unit circle (X in {0, 1}, R >= 0).
 import numpy as np
 
-from cython.parallel cimport parallel, prange
 from libc.stdint cimport int64_t, uint8_t
 
-from ._common cimport Buffers, buffers_new, take, buffers_free, scratch_ready
-from ._forest cimport (
-    Forest, forest_from, path_factors, Interrupt, interrupt_new, interrupted, interrupt_raise,
-)
+from ._common cimport Buffers, Outputs, Rows, output_row, parallel_units, row_at, rows_of, take
+from ._forest cimport Forest, Interrupt, forest_from, path_factors
 
 
 cdef struct ProbScratch:
@@ -63,29 +60,28 @@ cdef struct ProbScratch:
     int64_t* zeros                 # number of zero factors on the path, (depth + 1, m)
     double complex* subtree        # sum of padded leaf terms below, (depth + 1, m, n_values)
     double complex* deepest        # H minus the subtree, (depth + 1, m, n_values)
-    Buffers mem  # owns every array above
 
 
-cdef ProbScratch scratch_alloc(int64_t n_nodes, int64_t depth, int64_t m,
-                               int64_t n_values) noexcept nogil:
-    cdef ProbScratch sc
-    sc.mem = buffers_new()
-    cdef int64_t levels = depth + 1
-    sc.ratio_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
-    sc.follow_prod = <double*> take(&sc.mem, n_nodes * sizeof(double))
-    sc.left_taken = <uint8_t*> take(&sc.mem, n_nodes * sizeof(uint8_t))
-    sc.level = <int64_t*> take(&sc.mem, n_nodes * sizeof(int64_t))
-    sc.node = <int64_t*> take(&sc.mem, levels * sizeof(int64_t))
-    sc.distinct = <int64_t*> take(&sc.mem, levels * sizeof(int64_t))
-    sc.factor = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
-    sc.inverse = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
-    sc.nonzero_prod = <double complex*> take(&sc.mem, levels * m * sizeof(double complex))
-    sc.zeros = <int64_t*> take(&sc.mem, levels * m * sizeof(int64_t))
-    sc.subtree = <double complex*> take(&sc.mem, levels * m * n_values * sizeof(double complex))
-    sc.deepest = <double complex*> take(&sc.mem, levels * m * n_values * sizeof(double complex))
+cdef void* prob_scratch(void* work, Buffers* mem) noexcept nogil:
+    """A ProbScratch for the sizes of a ProbSums (its first field)."""
+    cdef const ProbSize* size = <const ProbSize*> work
+    cdef int64_t n = size.n_nodes, levels = size.depth + 1, m = size.m
+    cdef ProbScratch* sc = <ProbScratch*> take(mem, sizeof(ProbScratch))
+    if sc == NULL:
+        return NULL
+    sc.ratio_prod = <double*> take(mem, n * sizeof(double))
+    sc.follow_prod = <double*> take(mem, n * sizeof(double))
+    sc.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
+    sc.level = <int64_t*> take(mem, n * sizeof(int64_t))
+    sc.node = <int64_t*> take(mem, levels * sizeof(int64_t))
+    sc.distinct = <int64_t*> take(mem, levels * sizeof(int64_t))
+    sc.factor = <double complex*> take(mem, levels * m * sizeof(double complex))
+    sc.inverse = <double complex*> take(mem, levels * m * sizeof(double complex))
+    sc.nonzero_prod = <double complex*> take(mem, levels * m * sizeof(double complex))
+    sc.zeros = <int64_t*> take(mem, levels * m * sizeof(int64_t))
+    sc.subtree = <double complex*> take(mem, levels * m * size.n_values * sizeof(double complex))
+    sc.deepest = <double complex*> take(mem, levels * m * size.n_values * sizeof(double complex))
     return sc
-
-
 
 
 cdef inline double complex reciprocal(double complex z) noexcept nogil:
@@ -265,6 +261,40 @@ def encoding(q):
     return points, Q, pad
 
 
+cdef struct ProbSize:
+    int64_t n_nodes
+    int64_t depth
+    int64_t m
+    int64_t n_values
+
+
+cdef struct ProbSums:
+    ProbSize size  # first: prob_scratch reads it
+    Forest f
+    Rows rows
+    const int64_t* tree_m
+    const int64_t* point_start
+    const int64_t* pad_start
+    const double complex* points
+    const double complex* weights
+    const double complex* pad
+    Outputs out
+
+
+cdef void prob_rows(void* work, int64_t lo, int64_t hi, void* scratch,
+                    Interrupt* stop) noexcept nogil:
+    cdef ProbSums w = (<const ProbSums*> work)[0]
+    cdef ProbScratch sc = (<ProbScratch*> scratch)[0]  # a copy: see the driver
+    cdef int64_t i, t
+    for i in range(lo, hi):
+        for t in range(w.f.n_trees):
+            if w.tree_m[t] > 0:
+                tree_probabilistic(&w.f, t, row_at(&w.rows, i), w.tree_m[t],
+                                   &w.points[w.point_start[t]], &w.weights[w.point_start[t]],
+                                   &w.pad[w.pad_start[t]], &sc,
+                                   output_row(&w.out, i, 0))
+
+
 def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_threads,
              trees=None):
     """Add the probabilistic values with weights w(0..n-1) of every row to
@@ -307,23 +337,13 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
         pad_parts or [np.ones(1, np.complex128)]).astype(np.complex128)
     cdef int64_t m_max = max(sizes) // 2 + 1 if sizes else 1
     cdef int64_t max_depth = int(depths.max(initial=0))
-    cdef Py_ssize_t i
-    cdef int64_t t
-    cdef ProbScratch sc
-    cdef Interrupt stop = interrupt_new()
+    cdef ProbSums w
     if n_rows == 0 or not sizes:
         return
-    with nogil, parallel(num_threads=n_threads):
-        # assigned inside the block, so each thread has its own scratch
-        sc = scratch_alloc(f.max_tree_nodes, max_depth, m_max, f.n_values)
-        scratch_ready(&stop, &sc.mem)
-        for i in prange(n_rows, schedule="dynamic", chunksize=8):
-            if interrupted(&stop):
-                continue
-            for t in range(f.n_trees):
-                if tree_m[t] > 0:
-                    tree_probabilistic(&f, t, &X[i, 0], tree_m[t], &points_v[point_start[t]],
-                                       &weights_v[point_start[t]], &pad_v[pad_start[t]],
-                                       &sc, &out[i, 0, 0])
-        buffers_free(&sc.mem)
-    interrupt_raise(&stop)
+    w = ProbSums(size=ProbSize(n_nodes=f.max_tree_nodes, depth=max_depth, m=m_max,
+                               n_values=f.n_values),
+                 f=f, rows=rows_of(X), tree_m=&tree_m[0],
+                 point_start=&point_start[0], pad_start=&pad_start[0], points=&points_v[0],
+                 weights=&weights_v[0], pad=&pad_v[0],
+                 out=Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
+    parallel_units(n_rows, 8, prob_scratch, prob_rows, &w, n_threads)
