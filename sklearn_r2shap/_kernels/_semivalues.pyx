@@ -1227,7 +1227,6 @@ cdef int few_rows_call(
 
 
 cdef struct PatternRows:
-    size_t scratch_bytes  # first (bytes_scratch): pattern, unit_offset, left_taken
     Forest f
     Patterns ps
     Rows rows
@@ -1395,8 +1394,6 @@ def pattern_semivalues(ens, const double[:, ::1] X, structure, units,
                       out, max_units, inner, tree_inner, n_threads)
         return
     w = PatternRows(
-        scratch_bytes=(f.max_tree_nodes * SUB * (sizeof(uint32_t) + sizeof(uint8_t))
-                       + block * max_units * sizeof(uint32_t)),
         f=f, ps=ps, rows=rows_of(X), block=block,
         trees=&trees[0], n_trees=trees.shape[0], tree_unit_start=&tree_unit_start[0],
         unit_leaf=&unit_leaf[0], unit_right=&unit_right[0], unit_slot=&unit_slot[0],
