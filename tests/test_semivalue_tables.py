@@ -67,6 +67,38 @@ def test_tables_across_blocks_match_enumeration(name, budget, monkeypatch):
     assert calls[:2] == [3, 3] and sum(calls) == 2 * len(X)  # both calls, blocks of 3
 
 
+@pytest.mark.parametrize("name", ENSEMBLES)
+def test_block_decisions_equal_row_by_row_routing(name):
+    """The blocks' decisions (a numeric rule applied to a column of the
+    block's rows at once, 16 at a time) route every row as goes_left does:
+    values on a tree's thresholds (ties of ``<`` and ``<=``), NaN (to either
+    default child), NaN thresholds, extreme numbers and categories. A call of
+    many rows (the blocks) equals, bit for bit, the same rows explained one
+    at a time (the few-row path, a rule per row), and enumeration."""
+    ens, _ = random_ensemble(**ENSEMBLES[name])
+    thresholds = ens.threshold[np.isfinite(ens.threshold)]
+    assert np.isnan(ens.threshold[ens.children_left >= 0]).any()  # NaN-threshold splits
+    rng = np.random.default_rng(11)
+    n_rows = 301  # blocks of 64 rows and a tail of fewer than 16
+    X = rng.choice(thresholds, size=(n_rows, ens.n_features))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.05] = 1e300
+    X[rng.random(X.shape) < 0.05] = -1e300
+    off = rng.random(X.shape) < 0.2
+    X[off] = rng.normal(size=off.sum())
+    for j in np.unique(ens.feature[ens.decision_type == 3]):  # categories: small integers
+        X[:, j] = np.where(np.isnan(X[:, j]), np.nan, rng.integers(0, 6, n_rows))
+    got = semivalues(ens, X, n_jobs=2, route="tables")
+    one_at_a_time = np.concatenate([semivalues(ens, X[i:i + 1], n_jobs=1, route="tables")
+                                    for i in range(n_rows)])
+    np.testing.assert_array_equal(got, one_at_a_time)
+    if ens.n_outputs == 1:
+        got = got[:, None, :]
+    for i in range(0, n_rows, 15):
+        want = reference.semivalue(ens, X[i], reference.shapley_weight)
+        assert np.max(np.abs(got[i, :, :-1] - want)) <= 1e-12 * max(np.max(np.abs(want)), 1.0)
+
+
 @pytest.mark.parametrize("name", ["single-output", "repeated-features", "vector-leaves"])
 def test_tables_equal_quadrature_for_beta_shapley(name, monkeypatch):
     ens, X = many_rows(name)
