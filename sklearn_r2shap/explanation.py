@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 
 from ._errors import import_optional
+from ._execution.run import collect_rows
 from ._prepare import prepare
 from ._validation import column_names
 from .attributions import semivalues_of
@@ -352,8 +353,13 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
         scikit-learn Pipeline whose last step is one: its steps transform X
         and the explanation is that of the last step, on the columns named by
         ``get_feature_names_out``.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
-        Rows to explain (in memory: the result holds them).
+    X : array-like, DataFrame, sparse matrix, dask collection or Spark DataFrame of shape (n_rows, n_features)
+        Rows to explain. The result holds them and their values in memory: a
+        dask collection's values are computed on its workers, a Spark
+        DataFrame's on its executors (its feature columns named as in
+        :func:`~sklearn_r2shap.shap_values`), and then brought to the driver
+        with the rows (pass a sample you can hold; for every row of a large
+        table, keep :func:`~sklearn_r2shap.shap_values`' lazy result instead).
     background : array-like or DataFrame, default=None
         Rows of the interventional game (page "Local attributions"); None
         gives the path-dependent values (TreeSHAP's game). For a Pipeline,
@@ -366,7 +372,8 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
         ``data`` then holds the input columns. With ``background``, the
         interventional values of the groups. Not with ``interactions``.
     interactions : bool, default=False
-        Also compute the SHAP interaction values (``interaction_values``).
+        Also compute the SHAP interaction values (``interaction_values``; not
+        for a Spark DataFrame, whose values are collected one kind at a time).
     n_jobs : int, default=None
     verbose : "auto" or int, default="auto"
         Threads (None: all cores) and progress, as in :func:`~sklearn_r2shap.shap_values`.
@@ -400,13 +407,10 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
         raise ValueError("interactions=True computes the path-dependent interaction "
                          "values; pass background=None with it.")
     call = prepare(model, X, feature_groups=feature_groups, background=background, n_jobs=n_jobs,
-                   verbose=verbose, in_memory=(
-                       "explain() holds its rows in memory; pass the rows to explain in "
-                       "memory (a dask collection: X.compute(); a Spark DataFrame: a sample "
-                       "collected with toPandas()), or use shap_values, which returns a lazy "
-                       "dask array or Spark DataFrame of the values."))
+                   verbose=verbose)
     ensemble = call.ensemble
-    phi = semivalues_of(call)
+    (phi, *interaction), X, X_last = collect_rows(
+        call, [semivalues_of] + ([_interaction_values] if interactions else []), X)
     game = "interventional" if background is not None else "path-dependent"
     if feature_groups is not None:
         names = call.players
@@ -415,10 +419,9 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
     else:
         names = call.names
         description = game + " SHAP values"
-        data = None if background is not None else _dense(call.X)
-    interaction = None
-    if interactions:
-        interaction = _interaction_layout(_interaction_values(call), ensemble.n_outputs)
+        data = None if background is not None else _dense(X_last)
+    interaction = (_interaction_layout(interaction[0], ensemble.n_outputs) if interactions
+                   else None)
     values, base_values = _shap_layout(phi, ensemble.n_outputs)
     output_names = None
     if ensemble.n_outputs > 1:

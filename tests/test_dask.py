@@ -126,6 +126,24 @@ def test_sklearn_models_equal_in_memory(client):
         check_all_functions(model, X, as_dask_array(X))
 
 
+def test_explain_computes_the_values_with_their_rows(client):
+    """explain of a dask array or DataFrame: values (and interaction values)
+    computed on the workers, then held with the rows, equal to explain in
+    memory; a DataFrame's index labels the rows."""
+    X, y = data()
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    model = HistGradientBoostingRegressor(max_iter=10, max_depth=3, random_state=0).fit(X, y)
+    want = sr.explain(model, X, interactions=True)
+    got = sr.explain(model, as_dask_array(X), interactions=True)
+    for name in ("values", "base_values", "data", "interaction_values"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=0, atol=TOL)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(N_FEATURES)],
+                         index=np.arange(N_ROWS) + 1000)
+    got = sr.explain(model, dd.from_pandas(frame, npartitions=3))
+    np.testing.assert_allclose(got.values, want.values, rtol=0, atol=TOL)
+    np.testing.assert_array_equal(got.row_index, frame.index)
+
+
 def test_xgboost_equal_in_memory_and_xgboost_dask(client):
     xgb = pytest.importorskip("xgboost")
     X, y = data(2)

@@ -361,13 +361,42 @@ def test_classifier_shares_and_argument_errors(spark):
         sr.r2_decomposition(model, df, "label", return_local=True)
 
 
+@pytest.mark.parametrize("sizes", PARTITIONINGS, ids=lambda s: "-".join(map(str, s)))
+def test_explain_collects_the_values_with_their_rows(spark, regressor, sizes):
+    """explain of a Spark DataFrame: the values computed on the executors and
+    collected with the feature columns they explain, bit-identical to
+    explain of the same rows in memory (values, base values, data with its
+    NaN), for uneven and empty partitions."""
+    model, frame = regressor
+    df = spark_frame(spark, frame, sizes)
+    got, want = sr.explain(model, df), sr.explain(model, frame)
+    for name in ("values", "base_values", "data"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert list(got.feature_names) == FEATURES
+
+
+def test_explain_of_a_classifier_and_what_it_refuses(spark):
+    """Several outputs (a value per class) collected as in memory; the
+    interaction values (a second kind of values) and an empty DataFrame are
+    refused, naming what to do instead."""
+    frame, y = data(2, n_classes=3)
+    model = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(frame, y)
+    df = spark_frame(spark, frame, (60, 0, 90))
+    got, want = sr.explain(model, SparkRows(df, keep_cols=["id"])), sr.explain(model, frame)
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.base_values, want.base_values)
+    assert got.values.shape == (N_ROWS, N_FEATURES, 3) and list(got.output_names) == [0, 1, 2]
+    with pytest.raises(ValueError, match="shap_interaction_values\\(model, df\\)"):
+        sr.explain(model, df, interactions=True)
+    with pytest.raises(ValueError, match="no rows to explain"):
+        sr.explain(model, df.limit(0))
+
+
 def test_functions_that_need_rows_in_memory_say_so(spark, regressor):
-    """explain, shapflex_decomposition and the selectors hold their rows in
-    memory: a Spark DataFrame is refused with what to do instead."""
+    """shapflex_decomposition and the selectors hold their rows in memory: a
+    Spark DataFrame is refused with what to do instead."""
     model, frame = regressor
     df = spark_frame(spark, frame, (150,), extra={"label": data()[1]})
-    with pytest.raises(ValueError, match="Spark DataFrame: a sample collected"):
-        sr.explain(model, df)
     with pytest.raises(ValueError, match="shapflex_decomposition needs X in memory"):
         sr.shapflex_decomposition(model, df, "label")
     with pytest.raises(TypeError, match="not a Spark DataFrame"):

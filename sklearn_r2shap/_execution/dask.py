@@ -37,7 +37,7 @@ from .._validation import column_names as frame_column_names
 
 __all__ = ["is_dask_collection", "map_rows", "map_checked_rows", "Moments", "Extremes",
            "merge_statistics", "reduce_statistics", "aligned_column", "partition_lengths",
-           "check_rows_lazily", "shipped_once", "block_threads"]
+           "check_rows_lazily", "shipped_once", "block_threads", "compute"]
 
 
 def is_dask_collection(X):
@@ -302,6 +302,11 @@ def reduce_statistics(function, *collections, split_every=8, **kwargs):
 def column(values):
     """An in-memory block of y or sample_weight (ndarray, pandas Series / frame) as an array."""
     return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+
+
+def compute(*collections):
+    """Dask collections (and any other objects, as they are) computed in one pass."""
+    return _import_dask().compute(*collections)
 
 
 def partition_lengths(X):

@@ -31,14 +31,16 @@ part in memory is cut exactly as every row in memory is.
 
 Layer: execution. Imports the ground floor and its own layer.
 """
+from dataclasses import replace
+
 import numpy as np
 
 from . import dask as _dask
 from . import local as _local
 from . import spark as _spark
 
-__all__ = ["map_rows", "reduce_rows", "reduce_arguments", "progress_of", "estimate_seconds",
-           "engine_of"]
+__all__ = ["map_rows", "reduce_rows", "reduce_arguments", "collect_rows", "progress_of",
+           "estimate_seconds", "engine_of"]
 
 
 def engine_of(X):
@@ -170,6 +172,46 @@ def map_rows(call, function, *, trailing_shape, desc, seconds_per_row, game=None
     return _local.map_blocks(function, call.ensemble, call.rows, block_rows=block_rows,
                              progress=progress_of(call, desc, seconds_per_row), game=game,
                              row_arguments=row_arguments, n_threads=call.n_threads, **kwargs)
+
+
+def collect_rows(call, computations, X):
+    """Per-row results of a prepared call on the driver, with the rows they explain.
+
+    For a result object that holds its rows (an Explanation): the values are
+    computed where the rows are (on the executors or dask's workers, as
+    :func:`map_rows` does) and then brought to the driver with the rows.
+
+    Parameters
+    ----------
+    call : Call
+    computations : list of callables
+        ``computation(call)``: a per-row result of :func:`map_rows` (an
+        ndarray in memory, a lazy dask array, a Spark DataFrame).
+    X : object
+        The rows as given (before a Pipeline's steps).
+
+    Returns
+    -------
+    results : list of ndarray
+    X, X_last : object
+        ``X`` and ``call.X`` in memory (dask: computed in the same pass as
+        the results; Spark: the feature columns collected beside the values,
+        a float64 array).
+    """
+    if call.engine == "spark":
+        if len(computations) > 1:
+            raise ValueError(
+                "A Spark DataFrame's values are collected with its rows in one pass, one "
+                "kind of values at a time: for the interaction values, use "
+                "shap_interaction_values(model, df) (a lazy Spark DataFrame) or "
+                "shap_interaction_summary(model, df) (their means over rows).")
+        rows = _spark.beside_features(call.rows)
+        values, data = _spark.collect_values(computations[0](replace(call, rows=rows)), rows)
+        return [values], data, data
+    results = [computation(call) for computation in computations]
+    if call.engine == "dask":
+        *results, X, X_last = _dask.compute(*results, X, call.X)
+    return results, X, call.X if call.engine == "local" else X_last
 
 
 # ----------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from .._validation import check_rows, resolve_n_jobs
 __all__ = ["SparkRows", "is_spark_dataframe", "as_rows", "resolve", "broadcast", "check_batch",
            "map_checked_rows", "result_schema", "check_input_types", "labels_of",
            "reduce_statistics", "partition_lengths", "count_rows", "argument_column", "LAYOUTS",
-           "EXPECTED_VALUE"]
+           "EXPECTED_VALUE", "beside_features", "collect_values"]
 
 #: the layouts of per-row values: one array column, or one double column per entry
 LAYOUTS = ("array", "columns")
@@ -115,7 +115,7 @@ class SparkRows:
         raise TypeError(
             "this function does not take a Spark DataFrame yet: the per-row explanations "
             "do (shap_values, beta_shapley_values, banzhaf_values, saabas_values, "
-            "predict_raw, shap_interaction_values) and the sums over rows "
+            "predict_raw, shap_interaction_values, explain) and the sums over rows "
             "(r2_decomposition, r2_interactions, shap_interaction_summary, with y and "
             "sample_weight named as columns); otherwise collect a sample to the driver "
             "(df.sample(...).toPandas()) or use a dask DataFrame")
@@ -497,6 +497,43 @@ def map_checked_rows(function, ensemble, rows, *, trailing_shape, n_jobs=None, g
                               None if players is None else np.asarray(players),
                               resolve_n_jobs(block_threads(n_jobs)), kwargs)
     return _batches(rows.frame, explain, schema)
+
+
+#: the values' column of :func:`beside_features` (no user column is named so)
+_COLLECTED = "__sklearn_r2shap_values__"
+
+
+def beside_features(rows):
+    """``rows`` (resolved) whose per-row results keep only the feature columns,
+    the values in one array column: what :func:`collect_values` reads."""
+    return replace(rows, keep_cols=tuple(dict.fromkeys(rows.input_cols)),
+                   output_col=_COLLECTED, layout="array")
+
+
+def collect_values(frame, rows):
+    """The values of a result of :func:`beside_features` rows and the rows they
+    explain, on the driver (one Spark job, through Arrow; Ctrl-C cancels it).
+
+    Returns
+    -------
+    values : ndarray of shape (n_rows,) + the values' trailing shape
+    data : ndarray of shape (n_rows, n_features)
+        The feature columns as float64, in the model's order (NaN for null).
+    """
+    with cancelled_on_interrupt(frame, "collecting the values to the driver"):
+        table = frame.toArrow()
+    n_rows = table.num_rows
+    if n_rows == 0:
+        raise ValueError("The Spark DataFrame has no rows to explain.")
+    column = table.column(_COLLECTED).combine_chunks()
+    shape = [n_rows]
+    while hasattr(column, "flatten") and hasattr(column, "offsets"):  # a list array
+        shape.append(len(column[0]))
+        column = column.flatten()
+    values = column.to_numpy(zero_copy_only=False).astype(np.float64).reshape(shape)
+    data = np.column_stack([table.column(name).to_numpy().astype(np.float64)
+                            for name in rows.input_cols])
+    return values, data
 
 
 # ----------------------------------------------------------------------------
