@@ -30,7 +30,7 @@ DEPENDENT_PACKAGES = {
     "scikit-learn": ("1.8.0", "install", "sklearn"),
     "pandas": ("2.0.0", "test, doc", "pandas"),
     "polars": ("0.20.0", "test", "polars"),
-    "pyarrow": ("14.0.1", "test, spark", "pyarrow"),
+    "pyarrow": ("14.0.1", "test, spark, doc", "pyarrow"),
     # 3.1.0 writes another intercept for multiclass models; 3.0 codes
     # integer categories otherwise
     "xgboost-cpu": ("3.1.1", "test, doc, benchmark", "xgboost"),
@@ -43,7 +43,7 @@ DEPENDENT_PACKAGES = {
     "distributed": ("2025.4.0", "test, doc, benchmark, dask", "distributed"),
     # 4.0: mapInArrow of record batches with the Arrow types the engine writes
     # (the tests ran on 4.3.0; Spark itself needs Java 17 or 21)
-    "pyspark": ("4.0.0", "spark", "pyspark"),
+    "pyspark": ("4.0.0", "spark, doc", "pyspark"),
     "matplotlib": ("3.7.0", "test, doc, plot", "matplotlib"),
     "tqdm": ("4.60.0", "test, progress", "tqdm"),
 }

@@ -92,6 +92,20 @@ def test_dask_local_cluster():
     assert "score (R2)" in out
 
 
+def test_spark_local_session():
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    from spark_java import no_java  # tests/ is on sys.path under pytest
+    reason = no_java()
+    if reason is not None:
+        pytest.skip(reason)
+    out = run("spark_local_session.py")
+    assert "mean |SHAP|" in out and "score (R2)" in out
+    # the sample explained on Spark equals the same rows explained in memory
+    line = next(line for line in out.splitlines() if "in-memory explanation" in line)
+    assert float(line.split(":")[-1]) == 0.0, line
+
+
 def test_d2_classifiers_quick():
     out = run("d2_classifiers.py", "--quick")
     assert "D^2 (log-loss)" in out and "permutation" in out and "D^2 (Brier)" in out
