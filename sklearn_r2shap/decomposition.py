@@ -459,10 +459,13 @@ def _choose(plan, n_rows, *, n_threads, block_threads, options):
     if plan.algorithm == "exact" and plan.tables_per_block:
         # the kernel tabulates each tree once per call: enough rows to share it
         plan.chunk_rows = max(plan.chunk_rows, exact_rows_per_block(single))
-    plan.chunk_rows = min(plan.chunk_rows, _r2._chunk_rows(plan.work.n_trees))
+    # and by memory: the (rows, trees) coefficients, 32 bytes a tree; sampled,
+    # also the (rows, n_permutations, features) replicates, 16 bytes each
+    plan.chunk_rows = min(plan.chunk_rows, _r2.MAX_BLOCK_ROWS, _local.block_rows_for(
+        0.0, 32 * plan.work.n_trees, minimum=16))
     if plan.algorithm == "sampled":
-        plan.chunk_rows = min(plan.chunk_rows, max(
-            16, (1 << 22) // (plan.n_permutations * plan.ensemble.n_features)))
+        plan.chunk_rows = min(plan.chunk_rows, _local.block_rows_for(
+            0.0, 16 * plan.n_permutations * plan.ensemble.n_features, minimum=16))
     plan.limit_block_rows()
     return rows
 
@@ -500,7 +503,7 @@ def _statistics(plan, X, target, weight, first=0, rows=None, null_mean=None, loc
             statistics["loss"] = _local.reduce_blocks(
                 lambda start, stop, block: {"loss": plan._loss(
                     block, target[start:stop], weight[start:stop])},
-                plan.ensemble, X, block_rows=_r2._CHUNK_ROWS)["loss"]
+                plan.ensemble, X, block_rows=_r2.MAX_BLOCK_ROWS)["loss"]
     statistics["null"] = null_sum
     return statistics
 

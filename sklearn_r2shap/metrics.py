@@ -23,7 +23,7 @@ import numpy as np
 from ._errors import import_optional
 from ._execution.cost import semivalue_seconds
 from ._execution.run import map_rows
-from ._games.treegrad import curves_block
+from ._games.treegrad import curves_block, curves_bytes_per_row
 from ._prepare import prepare, split_row_argument
 
 __all__ = ["insertion_deletion", "InsertionDeletion"]
@@ -179,5 +179,5 @@ def insertion_deletion(model, X, rankings, *, class_index=None, n_jobs=None, ver
     insertion, deletion = map_rows(
         call, curves_block, trailing_shape=(call.n_features + 1,), desc="Insertion and deletion",
         row_arguments=rows, seconds_per_row=semivalue_seconds(call.ensemble, 2 * call.n_features),
-        **fixed)
+        bytes_per_row=curves_bytes_per_row(call.n_features), **fixed)
     return InsertionDeletion(insertion=insertion, deletion=deletion, rankings=rankings)

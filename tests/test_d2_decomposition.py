@@ -459,8 +459,7 @@ def test_chunks_and_threads(name, monkeypatch):
     from sklearn_r2shap._games import r2 as r2_games
 
     model, X, y, w, result, _ = case(name)
-    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
-    monkeypatch.setattr(r2_games, "_chunk_rows", lambda n_trees: 7)
+    monkeypatch.setattr(r2_games, "MAX_BLOCK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=1)
     np.testing.assert_allclose(chunked.local, result.local, rtol=0, atol=1e-14)
     np.testing.assert_allclose(chunked.std_errors, result.std_errors, rtol=1e-10)

@@ -28,7 +28,7 @@ from sklearn_r2shap._games import r2 as r2_games
 
 # one kernel call for all rows: Python's own Ctrl-C check between chunks must
 # not be what stops the call
-r2_games._CHUNK_ROWS = 1 << 30
+r2_games.MAX_BLOCK_ROWS = 1 << 30
 local.block_rows_for = lambda *args, **kwargs: 1 << 30
 
 which = sys.argv[1]

@@ -354,7 +354,7 @@ def test_threads_and_chunks(name, monkeypatch):
     model, X, y, w, _, _ = case(name)
     one = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=1)
     two = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=2)
-    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(r2_games, "MAX_BLOCK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, sample_weight=w, return_local=True, n_jobs=2)
     np.testing.assert_array_equal(one.local, two.local)
     np.testing.assert_array_equal(one.shares, two.shares)

@@ -104,7 +104,7 @@ def test_reproducible_across_threads_and_chunks(monkeypatch):
     again = r2_decomposition(model, X, y, algorithm="sampled", random_state=7, n_jobs=1,
                              return_local=True)
     np.testing.assert_array_equal(one.local, again.local)
-    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(r2_games, "MAX_BLOCK_ROWS", 7)
     chunked = r2_decomposition(model, X, y, algorithm="sampled", random_state=7, n_jobs=2,
                                return_local=True)
     np.testing.assert_allclose(chunked.local, one.local, rtol=0, atol=1e-15)
@@ -415,7 +415,7 @@ def test_rows_are_streamed_in_chunks(algorithm, monkeypatch):
         return call(self, X_chunk, *args)
 
     monkeypatch.setattr(r2_games.R2Terms, "__call__", spy)
-    monkeypatch.setattr(r2_games, "_CHUNK_ROWS", 128)
+    monkeypatch.setattr(r2_games, "MAX_BLOCK_ROWS", 128)
     chunked = r2_decomposition(model, X, y, algorithm=algorithm, random_state=0)
     assert max(seen) <= 128 and sum(seen) == 600
     np.testing.assert_allclose(chunked.shares, full.shares, rtol=0, atol=1e-13)

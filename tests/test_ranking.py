@@ -457,6 +457,31 @@ def test_insertion_deletion_against_brute_force(deep_tree, binary_booster, multi
                                                "deletion_auc": result.deletion.mean()})
 
 
+def test_insertion_deletion_blocks_are_bounded_by_their_memory(deep_tree, monkeypatch):
+    """The curves' blocks hold at most BLOCK_BYTES of vertices (the executor
+    sizes them by curves_bytes_per_row), with the same curves as one block."""
+    from sklearn_r2shap import metrics
+    from sklearn_r2shap._execution import local as _local
+    from sklearn_r2shap._games.treegrad import curves_block, curves_bytes_per_row
+
+    model, X = deep_tree
+    rows = X[:30]
+    rankings = np.argsort(-treegrad_scores(model, rows), axis=1, kind="stable")
+    whole = insertion_deletion(model, rows, rankings, n_jobs=1)
+    sizes = []
+
+    def counted(ensemble, block, **kwargs):
+        sizes.append(len(block))
+        return curves_block(ensemble, block, **kwargs)
+
+    monkeypatch.setattr(metrics, "curves_block", counted)
+    monkeypatch.setattr(_local, "BLOCK_BYTES", 7 * curves_bytes_per_row(X.shape[1]))
+    blocks = insertion_deletion(model, rows, rankings, n_jobs=1)
+    assert sizes == [7, 7, 7, 7, 2]
+    np.testing.assert_array_equal(blocks.insertion, whole.insertion)
+    np.testing.assert_array_equal(blocks.deletion, whole.deletion)
+
+
 def test_insertion_deletion_one_ranking_and_explicit_class(binary_booster):
     booster, X = binary_booster
     ens = to_ensemble(booster)

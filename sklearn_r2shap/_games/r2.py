@@ -103,7 +103,9 @@ class R2Terms:
         return terms, variance
 
 
-_CHUNK_ROWS = 4096
+#: the most rows of a block of the decomposition (its memory per row and its
+#: seconds per row size it below this: ``_execution.local.block_rows_for``)
+MAX_BLOCK_ROWS = 4096
 
 
 def _game_ensemble(ensemble, loss, scale):
@@ -135,11 +137,6 @@ def _game_ensemble(ensemble, loss, scale):
             "TreeGradRanker instead."
         )
     return work, symmetric
-
-
-def _chunk_rows(n_trees):
-    """Rows per chunk: the (rows, trees) coefficient arrays stay near 32 MB."""
-    return int(min(_CHUNK_ROWS, max(16, (1 << 21) // max(1, n_trees))))
 
 
 def squared_error_game(leaf, y, weight, base, tree_mean, symmetric):

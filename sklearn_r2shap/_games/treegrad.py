@@ -13,12 +13,15 @@ import numpy as np
 
 from .._kernels import _predict, _semivalues
 
-__all__ = ["gradient_block", "ranker_block", "curves_block", "outputs_block",
-           "pattern_structure"]
+__all__ = ["gradient_block", "ranker_block", "curves_block", "curves_bytes_per_row",
+           "outputs_block", "pattern_structure"]
 
-# Rows of vertices evaluated per kernel call (bounds the (rows, p) arrays of
-# the insertion and deletion curves).
-_CHUNK_POINTS = 1 << 16
+
+def curves_bytes_per_row(n_features):
+    """The memory of one row of :func:`curves_block`: p + 1 vertices, each a
+    row of its indicator, of the rows repeated, of the other curve's
+    indicator and of the kernel's gradient (p float64 each)."""
+    return 4 * 8 * (n_features + 1) * n_features
 
 
 def pattern_structure(ensemble):
@@ -54,28 +57,22 @@ def outputs_block(ensemble, X, *, class_index=None, n_threads):
 def curves_block(ensemble, X, *, rankings, class_index=None, n_threads):
     """Insertion and deletion curves ``v_x(first k of the ranking)`` and
     ``v_x(N minus the first k)``, k = 0..p, of the rows X (checked): each
-    ``v_x(S)`` is the multilinear extension at the vertex ``z = 1_S``."""
+    ``v_x(S)`` is the multilinear extension at the vertex ``z = 1_S``. The
+    executor bounds a block's rows by :func:`curves_bytes_per_row`."""
     n_rows, n_features = X.shape
     kernel_output, sign = _resolve_output(ensemble, X, class_index, n_threads)
     # position[i, j]: where feature j comes in row i's ranking
     position = np.empty_like(rankings)
     np.put_along_axis(position, rankings, np.arange(n_features)[None, :], axis=1)
     n_points = n_features + 1
-    insertion = np.empty((n_rows, n_points))
-    deletion = np.empty((n_rows, n_points))
-    k = np.arange(n_points)[None, :, None]
-    chunk = max(1, _CHUNK_POINTS // n_points)
-    for start in range(0, n_rows, chunk):
-        stop = min(start + chunk, n_rows)
-        # inserted[r, k, j]: feature j is among the first k of row r's ranking
-        inserted = (position[start:stop, None, :] < k).astype(np.float64)
-        rows = np.repeat(X[start:stop], n_points, axis=0)
-        outputs = np.repeat(kernel_output[start:stop], n_points)
-        for Z, out in ((inserted, insertion), (1.0 - inserted, deletion)):
-            _, value = _semivalues.treegrad(
-                ensemble, rows, np.ascontiguousarray(Z.reshape(-1, n_features)), outputs,
-                n_threads)
-            out[start:stop] = value.reshape(stop - start, n_points)
+    # inserted[r, k, j]: feature j is among the first k of row r's ranking
+    inserted = (position[:, None, :] < np.arange(n_points)[None, :, None]).astype(np.float64)
+    rows = np.repeat(X, n_points, axis=0)
+    outputs = np.repeat(kernel_output, n_points)
+    insertion, deletion = (
+        _semivalues.treegrad(ensemble, rows, np.ascontiguousarray(Z.reshape(-1, n_features)),
+                             outputs, n_threads)[1].reshape(n_rows, n_points)
+        for Z in (inserted, 1.0 - inserted))
     sign = sign[:, None]
     return _signed(insertion, sign), _signed(deletion, sign)
 

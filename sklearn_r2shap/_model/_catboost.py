@@ -40,7 +40,8 @@ import tempfile
 import numpy as np
 
 from .._errors import UnsupportedModelError, import_optional
-from ._ensemble import DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble
+from ._ensemble import (DECISION_CATEGORICAL, DECISION_LEQ, TreeArrays, TreeEnsemble,
+                        leaf_arrays)
 
 # Candidate integer codes searched for one-hot categories; other categories
 # are numbered by their hashes (_HashEncoder).
@@ -335,14 +336,7 @@ def _split_nodes(rows, split, false_child, true_child, splits, node_of, n_nodes)
     feature, threshold, decision, cats, nan_true = zip(*nodes)  # (per split, not per node)
     decision = np.asarray(decision, dtype=np.uint8)[split]
     one_hot = decision == DECISION_CATEGORICAL
-    arrays = dict(
-        children_left=np.full(n_nodes, -1, dtype=np.int64),
-        children_right=np.full(n_nodes, -1, dtype=np.int64),
-        default_left=np.zeros(n_nodes, dtype=bool),
-        feature=np.zeros(n_nodes, dtype=np.int64),
-        threshold=np.zeros(n_nodes),
-        decision_type=np.full(n_nodes, DECISION_LEQ, dtype=np.uint8),
-    )
+    arrays = leaf_arrays(n_nodes)
     arrays["children_left"][rows] = np.where(one_hot, true_child, false_child)
     arrays["children_right"][rows] = np.where(one_hot, false_child, true_child)
     arrays["default_left"][rows] = ~one_hot & ~np.asarray(nan_true, dtype=bool)[split]

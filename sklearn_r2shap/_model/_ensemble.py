@@ -92,6 +92,18 @@ class TreeArrays:
     tree_start: Optional[np.ndarray] = None
 
 
+def leaf_arrays(n_nodes):
+    """The split fields of :class:`TreeArrays` for ``n_nodes`` nodes that are
+    all leaves (no children, NaN to the right, feature 0, threshold 0,
+    ``DECISION_LEQ``): an adapter then writes its internal nodes."""
+    return dict(children_left=np.full(n_nodes, -1, dtype=np.int64),
+                children_right=np.full(n_nodes, -1, dtype=np.int64),
+                default_left=np.zeros(n_nodes, dtype=bool),
+                feature=np.zeros(n_nodes, dtype=np.int64),
+                threshold=np.zeros(n_nodes),
+                decision_type=np.full(n_nodes, DECISION_LEQ, dtype=np.uint8))
+
+
 @dataclass
 class TreeEnsemble:
     """Flat arrays of all nodes of all trees of a fitted model.

@@ -44,6 +44,7 @@ from ._ensemble import (
     DECISION_LEQ_ZERO_MISSING,
     TreeArrays,
     TreeEnsemble,
+    leaf_arrays,
 )
 
 _SQUARED_ERROR = {
@@ -248,12 +249,7 @@ def _numeric_trees(trees, scale, model_type):
     threshold = numbers("threshold", np.float64, n_internal)
     n = int(tree_start[-1])
     arrays = TreeArrays(
-        children_left=np.full(n, -1, dtype=np.int64),
-        children_right=np.full(n, -1, dtype=np.int64),
-        default_left=np.zeros(n, dtype=bool),
-        feature=np.zeros(n, dtype=np.int64),
-        threshold=np.zeros(n),
-        decision_type=np.full(n, DECISION_LEQ, dtype=np.uint8),
+        **leaf_arrays(n),
         cover=np.zeros(n),
         value=np.zeros((n, 1)),
         output=np.array([output for _, output, _ in trees]),
