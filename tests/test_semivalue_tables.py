@@ -129,6 +129,46 @@ def test_leaf_pairs_are_units_of_single_output_trees():
         "units"]["right"] < 0)
 
 
+def test_copies_of_a_game_write_the_shared_paths_once(monkeypatch):
+    """Copies of one game in threads (a dask partition each) share its
+    structure; the leaves' paths are built once and never replaced while
+    another thread's kernel reads them (a replaced array was freed under a
+    running kernel: a segmentation fault in CI)."""
+    import threading
+    import time
+
+    ens, X = many_rows("single-output", n_rows=300)
+    points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)
+    game = semivalue_games.SemivalueGame(ens, points, weights)
+    game.structure()
+    calls = []
+    build = semivalue_games._semivalues.pattern_paths
+
+    def slow(*args):
+        calls.append(1)
+        time.sleep(0.05)  # every thread reaches the check meanwhile
+        return build(*args)
+
+    monkeypatch.setattr(semivalue_games._semivalues, "pattern_paths", slow)
+    copies = [game.for_rows(len(X)) for _ in range(4)]
+    structures, results = [], [None] * 4
+
+    def run(k):
+        structures.append(copies[k]._structure_with_paths())
+        results[k] = copies[k].values(X, 1)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert all(s is structures[0] for s in structures)
+    want = semivalue_games.SemivalueGame(ens, points, weights).for_rows(len(X)).values(X, 1)
+    for got in results:
+        np.testing.assert_array_equal(got, want)
+
+
 def test_pickled_game_drops_its_tables():
     ens, X = many_rows("single-output")
     points, weights = beta_quadrature(1, 1, ens.n_path_features - 1)

@@ -77,6 +77,10 @@ PREPARED_ROWS = 100_000
 _SECONDS_PER_CURVE_UNIT = 0.5e-9
 
 
+# held while a structure shared by a game's copies gets its leaves' paths
+_PATHS_LOCK = threading.Lock()
+
+
 class SemivalueGame:
     """The semivalues sum_l w_l grad F_x(t_l 1) of an ensemble's path-dependent
     game, for the block function :func:`uniform_semivalues`.
@@ -195,7 +199,12 @@ class SemivalueGame:
         all on the quadrature route, never writes them)."""
         structure = self.structure()
         if "leaf_feature" not in structure:
-            structure.update(_semivalues.pattern_paths(self.ensemble, structure))
+            # the copies of one game (dask's threads) share the structure: the
+            # paths are written once, never replaced under a running kernel,
+            # which reads them by pointer
+            with _PATHS_LOCK:
+                if "leaf_feature" not in structure:
+                    structure.update(_semivalues.pattern_paths(self.ensemble, structure))
         return structure
 
     def _units(self, structure):
