@@ -32,13 +32,21 @@
 # fast subset, -m "not slow", runs everywhere where RELEASE_CHECK_SUBSET=fast).
 #
 # A maintainer runs it before tagging; CI (.ci/run) runs it on every change.
-# Work goes to $RELEASE_CHECK_DIR (default: a new temporary directory).
+# Work goes to $RELEASE_CHECK_DIR, kept afterwards; by default to a new
+# temporary directory, removed on exit (each run needs about 5 GB of venvs;
+# the venvs of the other Pythons and of the floors go as soon as their tests end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
-WORK=${RELEASE_CHECK_DIR:-$(mktemp -d)}
+if [ -n "${RELEASE_CHECK_DIR:-}" ]; then
+    WORK=$RELEASE_CHECK_DIR
+else
+    WORK=$(mktemp -d)
+    trap 'rm -rf "$WORK"' EXIT
+fi
 mkdir -p "$WORK"
+echo "release check: work in $WORK; free there: $(df -h "$WORK" | awk 'NR == 2 {print $4}')"
 STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(sdist main pythons mindeps noopenmp)
 FAST=(-m "not slow")
@@ -177,6 +185,7 @@ step_pythons() {
         timed "install the wheel with [test]" "$venv/bin/pip" install --quiet "$wheel[test]"
         timed "main command" main_command "$venv"
         timed "release subset on Python $version" run_tests "$venv" "$wheel" "${RELEASE_SUBSET[@]}"
+        rm -rf "$venv"
     done
 }
 
@@ -194,6 +203,7 @@ step_mindeps() {
     "$venv/bin/pip" list 2>/dev/null | grep -iE '^(numpy|scipy|scikit-learn|pandas|xgboost-cpu|lightgbm|catboost|dask|distributed|matplotlib) '
     timed "main command" main_command "$venv"
     timed "fast subset on the minimum dependencies" run_tests "$venv" "$wheel" "${FAST[@]}"
+    rm -rf "$venv"
 }
 
 step_noopenmp() {
@@ -218,4 +228,8 @@ step_noopenmp() {
 for step in "${STEPS[@]}"; do
     "step_$step"
 done
-log "done in ${SECONDS} s; work in $WORK"
+if [ -n "${RELEASE_CHECK_DIR:-}" ]; then
+    log "done in ${SECONDS} s; work kept in $WORK"
+else
+    log "done in ${SECONDS} s; $WORK removed"
+fi
