@@ -7,14 +7,18 @@ and the map-side paths (shap_values, shap_interaction_values,
 banzhaf_values, interventional values, Saabas, Beta Shapley and
 probabilistic values, raw predictions, TreeGrad's gradients, scores and
 ranker, the piecewise explainer), in memory and on dask (synchronous
-scheduler), from the sklearn_r2shap importable in this environment::
+scheduler), from the sklearn_r2shap importable in this environment (a
+script's own folder comes first on the path, not the current one: with an
+editable install, name the old checkout in PYTHONPATH; ``save`` prints the
+package it read)::
 
-    python benchmarks/identity_sums.py save before.npz      # in the old checkout
-    python benchmarks/identity_sums.py save after.npz       # in the new one
+    PYTHONPATH=/tmp/before python benchmarks/identity_sums.py save before.npz
+    python benchmarks/identity_sums.py save after.npz
     python benchmarks/identity_sums.py compare before.npz after.npz
 
 ``compare`` lists the arrays that are not equal bit for bit (NaN equal to NaN).
 """
+import os
 import sys
 import warnings
 
@@ -120,7 +124,7 @@ def save(path):
     out["pw2"] = sr.piecewise_shap_values(lin, Xf[:50], background=Xf[:300], n_jobs=2)
 
     np.savez(path, **out)
-    print(len(out), "arrays saved to", path)
+    print(len(out), "arrays of", os.path.dirname(sr.__file__), "saved to", path)
 
 
 def compare(first, second):

@@ -254,12 +254,13 @@ def saabas_values(model, X, *, n_jobs=None, verbose="auto"):
 
     Examples
     --------
-    >>> from sklearn.datasets import load_diabetes
-    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from sklearn.datasets import make_regression
+    >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import saabas_values
-    >>> X, y = load_diabetes(return_X_y=True)
-    >>> model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
-    >>> bool(np.allclose(saabas_values(model, X[:4]).sum(axis=1), model.predict(X[:4])))
+    >>> X, y = make_regression(n_samples=200, n_features=4, noise=1.0, random_state=0)
+    >>> model = GradientBoostingRegressor(n_estimators=10, max_depth=2, random_state=0)
+    >>> contributions = saabas_values(model.fit(X, y), X[:4])
+    >>> bool(np.allclose(contributions.sum(axis=1), model.predict(X[:4])))
     True
     """
     call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
@@ -275,13 +276,14 @@ def predict_raw(model, X, *, n_jobs=None, verbose="auto"):
 
     Examples
     --------
-    >>> from sklearn.datasets import load_diabetes
-    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.ensemble import HistGradientBoostingClassifier
     >>> from sklearn_r2shap import predict_raw
-    >>> X, y = load_diabetes(return_X_y=True)
-    >>> model = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
-    >>> bool(np.allclose(predict_raw(model, X)[:, 0], model.predict(X)))
-    True
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> model = HistGradientBoostingClassifier(max_iter=5, random_state=0).fit(X, y)
+    >>> margin = predict_raw(model, X)
+    >>> margin.shape, bool(np.allclose(margin[:, 0], model.decision_function(X)))
+    ((569, 1), True)
     """
     call = prepare(model, X, n_jobs=n_jobs, verbose=verbose)
     return map_rows(call, _games.predict_raw, trailing_shape=(call.ensemble.n_outputs,),
@@ -359,8 +361,7 @@ def probabilistic_values(model, X, weights, *, feature_groups=None, n_jobs=None,
     >>> from math import comb
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.tree import DecisionTreeRegressor
-    >>> from sklearn_r2shap import shap_values
-    >>> from sklearn_r2shap.attributions import probabilistic_values
+    >>> from sklearn_r2shap import probabilistic_values, shap_values
     >>> X, y = load_diabetes(return_X_y=True)
     >>> model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
     >>> n = X.shape[1]

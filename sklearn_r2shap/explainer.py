@@ -115,23 +115,24 @@ class TreeExplainer:
 
     Examples
     --------
-    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.datasets import make_regression
     >>> from sklearn.ensemble import GradientBoostingRegressor
     >>> from sklearn_r2shap import TreeExplainer
-    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> X, y = make_regression(n_samples=300, n_features=6, n_informative=4, noise=1.0,
+    ...                        random_state=0)
     >>> model = GradientBoostingRegressor(max_depth=3, random_state=0).fit(X, y)
     >>> explainer = TreeExplainer(model)
-    >>> explainer.shap_values(X.iloc[:5]).shape
-    (5, 10)
-    >>> phi = explainer.shap_values(X.iloc[0])   # one row, as shap explains it
+    >>> explainer.shap_values(X[:5]).shape
+    (5, 6)
+    >>> phi = explainer.shap_values(X[0])   # one row, as shap explains it
     >>> phi.shape
-    (10,)
-    >>> bool(np.isclose(explainer.expected_value + phi.sum(), model.predict(X.iloc[:1])[0]))
+    (6,)
+    >>> bool(np.isclose(explainer.expected_value + phi.sum(), model.predict(X[:1])[0]))
     True
-    >>> explainer.shap_interaction_values(X.iloc[:2]).shape
-    (2, 10, 10)
-    >>> explainer(X.iloc[:3]).values.shape
-    (3, 10)
+    >>> explainer.shap_interaction_values(X[:2]).shape
+    (2, 6, 6)
+    >>> explainer(X[:3]).values.shape
+    (3, 6)
     """
 
     def __init__(self, model, data=None, *, feature_perturbation="auto", model_output="raw",

@@ -391,9 +391,9 @@ def explain(model, X, *, background=None, feature_groups=None, interactions=Fals
     >>> from sklearn.datasets import load_iris
     >>> from sklearn.ensemble import RandomForestClassifier
     >>> from sklearn_r2shap import explain
-    >>> X, y = load_iris(return_X_y=True, as_frame=True)
-    >>> model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
-    >>> e = explain(model, X.iloc[:20])
+    >>> iris = load_iris(as_frame=True)
+    >>> model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
+    >>> e = explain(model.fit(iris.data, iris.target), iris.data.iloc[:20])
     >>> e.values.shape, e.base_values.shape, e.output_names.tolist()
     ((20, 4, 3), (20, 3), [0, 1, 2])
     >>> e[0, "petal length (cm)"].values.shape   # one row, one feature: one value per class

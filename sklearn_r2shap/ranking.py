@@ -201,8 +201,7 @@ def treegrad_scores(model, X, *, n_iter=100, step_size=5.0, optimizer="adam", cl
     --------
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.tree import DecisionTreeRegressor
-    >>> from sklearn_r2shap import banzhaf_values
-    >>> from sklearn_r2shap.ranking import treegrad_scores
+    >>> from sklearn_r2shap import banzhaf_values, treegrad_scores
     >>> X, y = load_diabetes(return_X_y=True)
     >>> tree = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
     >>> zeta = treegrad_scores(tree, X[:5])

@@ -380,9 +380,9 @@ def shapflex_decomposition(model, X, y, *, shap_values=None, sample_weight=None,
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.linear_model import Ridge
     >>> from sklearn_r2shap import shapflex_decomposition
+    >>> model = Ridge(alpha=0.1)
     >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
-    >>> model = Ridge(alpha=0.1).fit(X, y)
-    >>> result = shapflex_decomposition(model, X, y)
+    >>> result = shapflex_decomposition(model.fit(X, y), X, y)
     >>> bool(np.isclose(result.shares.sum(), result.score))
     True
     >>> result.feature_names[np.argmax(result.shares)]

@@ -140,19 +140,19 @@ class TreeGradRanker(BaseTreeSelector):
 
     Examples
     --------
-    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.datasets import make_friedman1
     >>> from sklearn.tree import DecisionTreeRegressor
     >>> from sklearn_r2shap import TreeGradRanker
-    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> X, y = make_friedman1(n_samples=300, n_features=8, random_state=0)
     >>> ranker = TreeGradRanker(DecisionTreeRegressor(max_depth=5, random_state=0),
     ...                         max_features=3, threshold=-np.inf).fit(X, y)
     >>> ranker.row_scores_.shape
-    (442, 10)
+    (300, 8)
     >>> len(ranker.get_feature_names_out())
     3
-    >>> order = ranker.rank(X.iloc[:2])   # feature indices, best first
+    >>> order = ranker.rank(X[:2])   # feature indices, best first
     >>> order.shape
-    (2, 10)
+    (2, 8)
     """
 
     _parameter_constraints: dict = {

@@ -10,7 +10,7 @@
 # its work reads (``work``) and two functions:
 #
 #     cdef void* my_scratch(void* work, Buffers* mem) noexcept nogil:
-#         return take(mem, n * sizeof(double))     # as many takes as it needs
+#         return take(mem, n * sizeof(double))     # or a struct of arrays (take_each)
 #
 #     cdef void my_rows(void* work, int64_t lo, int64_t hi, void* scratch,
 #                       Interrupt* stop) noexcept nogil:
@@ -24,7 +24,7 @@
 # store into a result cannot change what the loops read. Each scratch array
 # is a take of its own: one allocation cut into the pattern tables' three
 # arrays made their bulk loop 20% slower on 2 threads.
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 
 from cython.parallel cimport parallel, prange
@@ -67,6 +67,29 @@ cdef inline void* take(Buffers* b, size_t nbytes) noexcept nogil:
     b.ptr[b.n] = p
     b.n += 1
     return p
+
+
+ctypedef fused Element:
+    uint8_t
+    int32_t
+    uint32_t
+    int64_t
+    uint64_t
+    double
+    double complex
+
+
+cdef inline void take_each(Buffers* mem, size_t n, Element** a0, Element** a1=NULL,
+                           Element** a2=NULL, Element** a3=NULL, Element** a4=NULL,
+                           Element** a5=NULL) noexcept nogil:
+    """Arrays of ``n`` elements each into ``*a0``, ``*a1``, ... (those given),
+    a take each."""
+    cdef Element** arrays[6]
+    cdef int k
+    arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5] = a0, a1, a2, a3, a4, a5
+    for k in range(6):
+        if arrays[k] != NULL:
+            arrays[k][0] = <Element*> take(mem, n * sizeof(Element))
 
 
 cdef inline void buffers_free(Buffers* b) noexcept nogil:
@@ -157,6 +180,22 @@ cdef inline Tables tables_of(const int64_t[::1] selected, const int64_t[::1] sta
     return Tables(selected=&selected[0], start=&start[0], data=&data[0])
 
 
+# Quadrature rules on (0, 1), one per row of two matrices: rule r has size[r]
+# nodes, points[r stride:r stride + size[r]] with their weights (size NULL:
+# rule r has r + 1 nodes, as ``_qshap._tree_rules`` lays them out).
+cdef struct Rules:
+    const double* points
+    const double* weights
+    const int64_t* size
+    int64_t stride
+
+
+cdef inline Rules rules_of(const double[:, ::1] points, const double[:, ::1] weights,
+                           const int64_t* size):
+    return Rules(points=&points[0, 0], weights=&weights[0, 0], size=size,
+                 stride=points.shape[1])
+
+
 cdef inline int64_t widest(const int64_t* start, int64_t n_starts) noexcept nogil:
     """The largest ``start[k + 1] - start[k]`` (at least 1): e.g. the most
     leaves of a tree, from ``tree_leaf_start``."""
@@ -243,9 +282,9 @@ cdef inline void* block_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef BlockScratch* s = <BlockScratch*> take(mem, sizeof(BlockScratch))
     if s == NULL:
         return NULL
-    s.left_taken = <uint8_t*> take(mem, w.f.max_tree_nodes * sizeof(uint8_t))
-    s.pattern = <uint64_t*> take(mem, w.f.max_tree_nodes * sizeof(uint64_t))
-    s.leaf_pattern = <uint64_t*> take(mem, w.block * w.p.max_leaves * sizeof(uint64_t))
+    take_each(mem, w.f.max_tree_nodes, &s.left_taken)
+    take_each(mem, w.f.max_tree_nodes, &s.pattern)
+    take_each(mem, w.block * w.p.max_leaves, &s.leaf_pattern)
     s.scratch = take(mem, w.scratch_bytes)
     return s
 

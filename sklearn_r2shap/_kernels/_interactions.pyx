@@ -40,7 +40,7 @@ from libc.stdint cimport int64_t, uint8_t
 
 from ._common cimport (
     Buffers, Outputs, Rows, Tables, TreeBlock, bytes_scratch, output_row, parallel_units,
-    pattern_blocks, row_at, rows_of, tables_of, take,
+    pattern_blocks, row_at, rows_of, tables_of, take, take_each,
 )
 from ._forest cimport Forest, Interrupt, Patterns, forest_from, path_factors, patterns_from
 
@@ -136,7 +136,7 @@ cdef struct LeafTerms:
     const double* scale
     const double* points
     const double* weights
-    const int64_t* rule_start
+    const int64_t* rule_start  # rule d: points[rule_start[d]:rule_start[d + 1]]
     int64_t max_dim
 
 
@@ -272,12 +272,10 @@ cdef void* row_terms_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef RowTermsScratch* s = <RowTermsScratch*> take(mem, sizeof(RowTermsScratch))
     if s == NULL:
         return NULL
-    s.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
-    s.ratio_prod = <double*> take(mem, n * sizeof(double))
-    s.follow_prod = <double*> take(mem, n * sizeof(double))
-    s.follow = <double*> take(mem, (d + 1) * sizeof(double))
-    s.factor = <double*> take(mem, (d + 1) * sizeof(double))
-    s.terms = <double*> take(mem, (d * (d + 1) // 2 + 1) * sizeof(double))
+    take_each(mem, n, &s.left_taken)
+    take_each(mem, n, &s.ratio_prod, &s.follow_prod)
+    take_each(mem, d + 1, &s.follow, &s.factor)
+    take_each(mem, d * (d + 1) // 2 + 1, &s.terms)
     return s
 
 

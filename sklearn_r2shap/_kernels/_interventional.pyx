@@ -442,7 +442,7 @@ def unit_tables(ens, structure, const double[::1] tables, const int64_t[::1] tab
 cdef struct UnitSums:
     Patterns p
     Units units
-    const int64_t* tree_unit_start
+    const int64_t* tree_unit_start  # tree t's units: tree_unit_start[t]:tree_unit_start[t + 1]
     const double* tables
     Outputs out
 

@@ -40,7 +40,7 @@ from libc.math cimport isnan
 
 from ._common cimport (
     Buffers, Outputs, Rows, Tables, TreeBlock, bytes_scratch, output_row, parallel_units,
-    pattern_blocks, row_at, rows_of, tables_of, take,
+    pattern_blocks, row_at, rows_of, tables_of, take, take_each,
 )
 from ._forest cimport (
     Forest, Interrupt, Patterns, add_leaf_value, forest_from, leaf_of, next_node, path_factors,
@@ -221,7 +221,7 @@ cdef void* piecewise_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef PiecewiseScratch* s = <PiecewiseScratch*> take(mem, sizeof(PiecewiseScratch))
     if s != NULL:
         s.sc = <Scratch*> gradient_scratch(work, mem)
-        s.eps_sum = <double*> take(mem, (<const RuleSums*> work).size.m * sizeof(double))
+        take_each(mem, (<const RuleSums*> work).size.m, &s.eps_sum)
     return s
 
 
@@ -513,19 +513,19 @@ def linear_slots(structure, const int64_t[::1] linear_start, const int64_t[::1] 
 cdef struct LinearTables:
     size_t scratch_bytes  # first (bytes_scratch): fac, prefix, others, max_dim + 1 each
     Patterns p
-    const int64_t* ext_dim
+    const int64_t* ext_dim     # linear_slots: per leaf d', its ratios from ext_start
     const int64_t* ext_start
     const double* ext_ratio
-    const int64_t* entry_slot
-    const int64_t* linear_start
-    const double* linear_coef
-    const double* linear_mean
+    const int64_t* entry_slot  # per linear entry, its slot in its leaf
+    const int64_t* linear_start  # leaf k's entries: linear_start[k]:linear_start[k + 1]
+    const double* linear_coef    # a_lk
+    const double* linear_mean    # mu_lk
     const double* leaf_const  # (n_nodes, n_values): c_l at [k * n_values]
     int64_t n_values
     Tables tables
     const double* points
     const double* weights
-    int64_t m
+    int64_t m  # nodes of the Gauss rule (points, weights) on (0, 1)
     int64_t max_dim
 
 
@@ -620,10 +620,10 @@ cdef struct LinearSums:
     Rows rows
     const double* tables
     const int64_t* table_start    # by leaf
-    const int64_t* ext_dim
+    const int64_t* ext_dim        # linear_slots: per leaf d', its features from ext_start
     const int64_t* ext_start
     const int64_t* ext_feature
-    const int64_t* linear_start
+    const int64_t* linear_start   # leaf k's entries, as in LinearTables
     const int64_t* linear_feature
     Outputs out
 

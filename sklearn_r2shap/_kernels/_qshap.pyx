@@ -42,7 +42,9 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
-from ._common cimport Buffers, Rows, block_leaf_patterns, parallel_units, row_at, rows_of, take
+from ._common cimport (
+    Buffers, Rows, block_leaf_patterns, parallel_units, row_at, rows_of, take, take_each,
+)
 from ._forest cimport Forest, Interrupt, Patterns, forest_from, interrupted, patterns_from
 from ._semivalues cimport Scratch, scratch_take, tree_gradient_uniform
 
@@ -69,18 +71,11 @@ cdef PairScratch* pair_take(Buffers* mem, int64_t n_features, int64_t n_slots,
     cdef int64_t j
     if ps == NULL:
         return NULL
-    ps.slot_of = <int64_t*> take(mem, n_features * sizeof(int64_t))
-    ps.slot_feature = <int64_t*> take(mem, n_slots * sizeof(int64_t))
-    ps.r1 = <double*> take(mem, n_slots * sizeof(double))
-    ps.x1 = <double*> take(mem, n_slots * sizeof(double))
-    ps.prefix_r = <double*> take(mem, n_slots * sizeof(double))
-    ps.prefix_x = <double*> take(mem, n_slots * sizeof(double))
-    ps.base_r = <double*> take(mem, n_slots * sizeof(double))
-    ps.base_x = <double*> take(mem, n_slots * sizeof(double))
-    ps.base_factor = <double*> take(mem, n_slots * m * sizeof(double))
-    ps.excluded = <double*> take(mem, n_slots * m * sizeof(double))
-    ps.product = <double*> take(mem, m * sizeof(double))
-    ps.weights = <double*> take(mem, m * sizeof(double))
+    take_each(mem, n_features, &ps.slot_of)
+    take_each(mem, n_slots, &ps.slot_feature)
+    take_each(mem, n_slots, &ps.r1, &ps.x1, &ps.prefix_r, &ps.prefix_x, &ps.base_r, &ps.base_x)
+    take_each(mem, n_slots * m, &ps.base_factor, &ps.excluded)
+    take_each(mem, m, &ps.product, &ps.weights)
     if ps.slot_of != NULL:
         for j in range(n_features):
             ps.slot_of[j] = -1
@@ -374,13 +369,11 @@ cdef RowScratch* row_take(Buffers* mem, int64_t n_leaves, int64_t n_nodes,
     cdef RowScratch* rs = <RowScratch*> take(mem, sizeof(RowScratch))
     if rs == NULL:
         return NULL
-    rs.V = <double*> take(mem, n_leaves * m * sizeof(double))
-    rs.Q = <double*> take(mem, n_leaves * m * sizeof(double))
-    rs.P = <double*> take(mem, m * sizeof(double))
-    rs.wP = <double*> take(mem, m * sizeof(double))
-    rs.pattern = <uint64_t*> take(mem, n_nodes * sizeof(uint64_t))
-    rs.leaf_pattern = <uint64_t*> take(mem, n_leaves * sizeof(uint64_t))
-    rs.left_taken = <uint8_t*> take(mem, n_nodes * sizeof(uint8_t))
+    take_each(mem, n_leaves * m, &rs.V, &rs.Q)
+    take_each(mem, m, &rs.P, &rs.wP)
+    take_each(mem, n_nodes, &rs.pattern)
+    take_each(mem, n_leaves, &rs.leaf_pattern)
+    take_each(mem, n_nodes, &rs.left_taken)
     return rs
 
 
@@ -890,17 +883,14 @@ cdef void* group_scratch(void* work, Buffers* mem) noexcept nogil:
     if g == NULL:
         return NULL
     g.rs = row_take(mem, w.n_leaves, w.f.max_tree_nodes, w.mt)
-    g.psi = <double*> take(mem, table * sizeof(double))
-    g.kappa = <double*> take(mem, table * sizeof(double))
-    g.start = <int64_t*> take(mem, (w.n_block_pairs + 1) * sizeof(int64_t))
-    g.bit1 = <uint8_t*> take(mem, entries * sizeof(uint8_t))
-    g.bit2 = <uint8_t*> take(mem, entries * sizeof(uint8_t))
-    g.feature = <int64_t*> take(mem, entries * sizeof(int64_t))
-    g.offset = <int32_t*> take(mem, 4 * entries * sizeof(int32_t))
-    g.slot_of = <int64_t*> take(mem, n_features * sizeof(int64_t))
-    g.V = <double*> take(mem, group * w.mt * sizeof(double))
-    g.Q = <double*> take(mem, group * w.mt * sizeof(double))
-    g.pattern = <uint64_t*> take(mem, group * sizeof(uint64_t))
+    take_each(mem, table, &g.psi, &g.kappa)
+    take_each(mem, w.n_block_pairs + 1, &g.start)
+    take_each(mem, entries, &g.bit1, &g.bit2)
+    take_each(mem, entries, &g.feature)
+    take_each(mem, 4 * entries, &g.offset)
+    take_each(mem, n_features, &g.slot_of)
+    take_each(mem, group * w.mt, &g.V, &g.Q)
+    take_each(mem, group, &g.pattern)
     if g.psi == NULL or g.kappa == NULL or g.slot_of == NULL:
         return g
     memcpy(g.psi, w.psi_table, prefix * sizeof(double))

@@ -58,7 +58,10 @@ import numpy as np
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from ._common cimport Buffers, Rows, block_leaf_patterns, parallel_units, row_at, rows_of, take
+from ._common cimport (
+    Buffers, Rows, Rules, block_leaf_patterns, parallel_units, row_at, rows_of, rules_of, take,
+    take_each,
+)
 from ._forest cimport Forest, Interrupt, Patterns, forest_from, interrupted, patterns_from
 
 
@@ -113,24 +116,22 @@ cdef void* pair_row_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef PairRow* s = <PairRow*> take(mem, sizeof(PairRow))
     if s == NULL:
         return NULL
-    s.left_taken = <uint8_t*> take(mem, max_nodes * sizeof(uint8_t))
-    s.pattern = <uint64_t*> take(mem, max_nodes * sizeof(uint64_t))
-    s.leaf_pattern = <uint64_t*> take(mem, max_leaves * sizeof(uint64_t))
-    s.alive = <uint8_t*> take(mem, max_leaves * sizeof(uint8_t))
-    s.rU = <double*> take(mem, max_leaves * m * sizeof(double))
-    s.Q = <double*> take(mem, max_leaves * m * sizeof(double))
-    s.alpha = <double*> take(mem, max_entries * m * sizeof(double))
-    s.K = <double*> take(mem, max_entries * m * sizeof(double))
-    s.alone_psi = <double*> take(mem, 2 * max_entries * m * sizeof(double))
+    take_each(mem, max_nodes, &s.left_taken)
+    take_each(mem, max_nodes, &s.pattern)
+    take_each(mem, max_leaves, &s.leaf_pattern)
+    take_each(mem, max_leaves, &s.alive)
+    take_each(mem, max_leaves * m, &s.rU, &s.Q)
+    take_each(mem, max_entries * m, &s.alpha, &s.K)
+    take_each(mem, 2 * max_entries * m, &s.alone_psi)
     s.alone_kappa = s.alone_psi + max_entries * m if s.alone_psi != NULL else NULL
-    s.psi11 = <double*> take(mem, 2 * (max_dim + 1) * m * sizeof(double))
+    take_each(mem, 2 * (max_dim + 1) * m, &s.psi11)
     s.kappa11 = s.psi11 + (max_dim + 1) * m if s.psi11 != NULL else NULL
-    s.MA = <double*> take(mem, max_local * m * sizeof(double))
+    take_each(mem, max_local * m, &s.MA)
     s.kappa = <const double**> take(mem, (max_dim + 1) * sizeof(double*))
-    s.H = <double*> take(mem, max_local * (max_local + 1) * sizeof(double))
+    take_each(mem, max_local * (max_local + 1), &s.H)
     s.grad = s.H + max_local * max_local if s.H != NULL else NULL
-    s.pos = <int64_t*> take(mem, max_local * sizeof(int64_t))
-    s.shared_e1 = <int64_t*> take(mem, 2 * max_dim * sizeof(int64_t))
+    take_each(mem, max_local, &s.pos)
+    take_each(mem, 2 * max_dim, &s.shared_e1)
     s.shared_e2 = s.shared_e1 + max_dim if s.shared_e1 != NULL else NULL
     if s.pos != NULL:
         for z in range(max_local):
@@ -771,17 +772,16 @@ cdef struct PairTerms:
     Rows rows
     const double* square_coef  # (rows, n_trees)
     const double* linear_coef
-    const int64_t* tree_m
-    const double* rule_points  # (rules, size.m)
-    const double* rule_weights
-    const int64_t* local
-    const int64_t* n_local
-    const int64_t* feature_start
+    const int64_t* tree_m  # tree t's rule: tree_m[t] - 1 in rules (stride size.m)
+    Rules rules
+    const int64_t* local          # tree_features: per leaf entry, its tree's index of it
+    const int64_t* n_local        # per tree, its features
+    const int64_t* feature_start  # tree t's from tree_feature[feature_start[t]]
     const int64_t* tree_feature
-    const double* rho
-    const int8_t* sibling
-    const int64_t* list_first
-    const int64_t* table_first
+    const double* rho             # per leaf, its value
+    const int8_t* sibling         # leaf_siblings
+    const int64_t* list_first     # pair_lists: per tree, its lists (-1: none) and
+    const int64_t* table_first    # where its table starts
     const double* table
     PairLists listed
     double* terms   # (rows, p)
@@ -826,8 +826,8 @@ cdef void pair_term_rows(void* work, int64_t lo, int64_t hi, void* scratch,
             memset(s.H, 0, nt * nt * sizeof(double))
             memset(s.grad, 0, nt * sizeof(double))
             tree_pair_hessian(nl, &pt.dim[ls], &pt.fstart[ls], base, w.local, &w.sibling[ls],
-                              pt.ratio, &w.rho[ls], nt, &w.rule_points[(mt - 1) * M],
-                              &w.rule_weights[(mt - 1) * M], mt, a, b, lists, &s)
+                              pt.ratio, &w.rho[ls], nt, &w.rules.points[(mt - 1) * M],
+                              &w.rules.weights[(mt - 1) * M], mt, a, b, lists, &s)
             for j in range(nt):
                 fj = w.tree_feature[w.feature_start[t] + j]
                 w.terms[i * p + fj] += s.grad[j]
@@ -902,8 +902,8 @@ def r2_interaction_terms(ens, plan, const double[:, ::1] X,
                          max_entries=max_entries, max_local=max_local, max_dim=max_dim,
                          m=rule_points.shape[1]),
         f=f, pt=pt, rows=rows_of(X), square_coef=&square_coef[0, 0],
-        linear_coef=&linear_coef[0, 0], tree_m=&tree_m[0], rule_points=&rule_points[0, 0],
-        rule_weights=&rule_weights[0, 0], local=&local[0], n_local=&n_local[0],
+        linear_coef=&linear_coef[0, 0], tree_m=&tree_m[0],
+        rules=rules_of(rule_points, rule_weights, NULL), local=&local[0], n_local=&n_local[0],
         feature_start=&feature_start[0], tree_feature=&tree_feature[0], rho=&rho[0],
         sibling=&sibling[0], list_first=&list_first[0], table_first=&table_first[0],
         table=&table[0], listed=listed, terms=&terms[0, 0], out=&out[0, 0, 0])

@@ -29,7 +29,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-from ._common cimport Buffers, Rows, parallel_units, row_at, rows_of, take
+from ._common cimport Buffers, Rows, parallel_units, row_at, rows_of, take, take_each
 from ._forest cimport Forest, Interrupt, forest_from, goes_left, interrupted
 from ._semivalues cimport Scratch, scratch_take, tree_gradient_uniform
 
@@ -83,14 +83,13 @@ cdef void* sample_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef SampleScratch* ss = <SampleScratch*> take(mem, sizeof(SampleScratch))
     if ss == NULL:
         return NULL
-    ss.depth = <int64_t*> take(mem, size.n_nodes * sizeof(int64_t))
-    ss.weight = <double*> take(mem, (size.depth + 2) * width * sizeof(double))
-    ss.value = <double*> take(mem, width * sizeof(double))
-    ss.order = <int64_t*> take(mem, n_order * sizeof(int64_t))
-    ss.position = <int64_t*> take(mem, n_order * sizeof(int64_t))
-    ss.estimate = <double*> take(mem, n_order * sizeof(double))
-    ss.lin_weights = <double*> take(mem, size.m * sizeof(double))
-    ss.threshold = <int64_t*> take(mem, 2 * n_order * sizeof(int64_t))
+    take_each(mem, size.n_nodes, &ss.depth)
+    take_each(mem, (size.depth + 2) * width, &ss.weight)
+    take_each(mem, width, &ss.value)
+    take_each(mem, n_order, &ss.order, &ss.position)
+    take_each(mem, n_order, &ss.estimate)
+    take_each(mem, size.m, &ss.lin_weights)
+    take_each(mem, 2 * n_order, &ss.threshold)
     ss.sc = scratch_take(mem, size.n_nodes, size.m, 1)
     return ss
 

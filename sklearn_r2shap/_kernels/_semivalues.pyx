@@ -19,8 +19,8 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.math cimport sqrt, isnan, INFINITY, NAN
 
 from ._common cimport (
-    Buffers, Outputs, Rows, Tables, bytes_scratch, output_row, parallel_units, row_at, rows_of,
-    tables_of, take, widest,
+    Buffers, Outputs, Rows, Rules, Tables, bytes_scratch, output_row, parallel_units, row_at,
+    rows_of, rules_of, tables_of, take, take_each, widest,
 )
 from ._forest cimport (
     DECISION_LEQ, DECISION_LT, Forest, Interrupt, Patterns, forest_from, goes_left, path_factors,
@@ -34,14 +34,10 @@ cdef Scratch* scratch_take(Buffers* mem, int64_t n_nodes, int64_t m,
     cdef Scratch* sc = <Scratch*> take(mem, sizeof(Scratch))
     if sc == NULL:
         return NULL
-    sc.ratio_prod = <double*> take(mem, n_nodes * sizeof(double))
-    sc.follow_prod = <double*> take(mem, n_nodes * sizeof(double))
-    sc.factor = <double*> take(mem, n_nodes * m * sizeof(double))
-    sc.inv_factor = <double*> take(mem, n_nodes * m * sizeof(double))
-    sc.path_prod = <double*> take(mem, n_nodes * m * sizeof(double))
-    sc.subtree = <double*> take(mem, n_nodes * m * n_values * sizeof(double))
-    sc.deepest = <double*> take(mem, n_nodes * m * n_values * sizeof(double))
-    sc.left_taken = <uint8_t*> take(mem, n_nodes * sizeof(uint8_t))
+    take_each(mem, n_nodes, &sc.ratio_prod, &sc.follow_prod)
+    take_each(mem, n_nodes * m, &sc.factor, &sc.inv_factor, &sc.path_prod)
+    take_each(mem, n_nodes * m * n_values, &sc.subtree, &sc.deepest)
+    take_each(mem, n_nodes, &sc.left_taken)
     return sc
 
 
@@ -400,10 +396,8 @@ cdef struct PartSums:
     const int64_t* node
     const int64_t* parent
     const int64_t* prev
-    const int64_t* tree_rule
-    const double* rule_points   # (rules, size.m)
-    const double* rule_weights
-    const int64_t* rule_size
+    const int64_t* tree_rule  # tree t's rule in rules (stride size.m)
+    Rules rules
     Outputs out
 
 
@@ -422,11 +416,11 @@ cdef void part_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
             if n <= 1:
                 continue
             r = w.tree_rule[t]
-            part_factors(&w.f, &w.node[s], &w.prev[s], n, &w.rule_points[r * M],
-                         w.rule_size[r], M, sc.ratio_prod, sc.factor, sc.inv_factor)
+            part_factors(&w.f, &w.node[s], &w.prev[s], n, &w.rules.points[r * M],
+                         w.rules.size[r], M, sc.ratio_prod, sc.factor, sc.inv_factor)
             for i in range(bi * w.block, min(w.rows.n, (bi + 1) * w.block)):
                 part_gradient(&w.f, t, &w.node[s], &w.parent[s], &w.prev[s], n,
-                              row_at(&w.rows, i), &w.rule_weights[r * M], w.rule_size[r], M,
+                              row_at(&w.rows, i), &w.rules.weights[r * M], w.rules.size[r], M,
                               sc.ratio_prod, sc.factor, sc.inv_factor, &sc,
                               output_row(&w.out, i, 0))
 
@@ -455,8 +449,8 @@ def part_semivalues(ens, const double[:, ::1] X, part, const int64_t[::1] trees,
     w = PartSums(size=w.size, f=w.f, rows=rows_of(X),
                  block=part_block_rows(X.shape[0], n_threads), trees=&trees[0],
                  n_trees=trees.shape[0], start=&start[0], node=&node[0], parent=&parent[0],
-                 prev=&prev[0], tree_rule=&tree_rule[0], rule_points=&rule_points[0, 0],
-                 rule_weights=&rule_weights[0, 0], rule_size=&rule_size[0],
+                 prev=&prev[0], tree_rule=&tree_rule[0],
+                 rules=rules_of(rule_points, rule_weights, &rule_size[0]),
                  out=Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
     parallel_units((w.rows.n + w.block - 1) // w.block, 1, gradient_scratch, part_blocks, &w,
                    n_threads)
@@ -733,10 +727,7 @@ cdef struct UnitTables:
     const int64_t* unit_leaf
     const int64_t* unit_right
     const int64_t* unit_slot
-    const double* rule_points   # (dims, rule_stride)
-    const double* rule_weights
-    int64_t rule_stride
-    const int64_t* rule_size
+    Rules rules  # rule d for d distinct features
     const double* scale_left
     const double* scale_right
     int64_t max_dim
@@ -757,9 +748,9 @@ cdef void unit_tables(void* work, int64_t lo, int64_t hi, void* scratch,
         v = w.unit_leaf[u]
         rv = w.unit_right[u]
         d = w.ps.dim[v]
-        m = w.rule_size[d]
-        points = w.rule_points + d * w.rule_stride
-        weights = w.rule_weights + d * w.rule_stride
+        m = w.rules.size[d]
+        points = w.rules.points + d * w.rules.stride
+        weights = w.rules.weights + d * w.rules.stride
         out = &w.tables.data[w.tables.start[i]]
         if rv < 0:
             leaf_table(&w.ps.ratio[w.ps.fstart[v]], d, points, weights, m, w.scale_left[u], out,
@@ -810,8 +801,7 @@ def pattern_tables(structure, units, const int64_t[::1] selected,
     w = UnitTables(scratch_bytes=(2 * (max_dim + 1) + pair_doubles) * sizeof(double), ps=ps,
                    tables=tables_of(selected, table_start, tables), unit_leaf=&unit_leaf[0],
                    unit_right=&unit_right[0], unit_slot=&unit_slot[0],
-                   rule_points=&rule_points[0, 0], rule_weights=&rule_weights[0, 0],
-                   rule_stride=rule_points.shape[1], rule_size=&rule_size[0],
+                   rules=rules_of(rule_points, rule_weights, &rule_size[0]),
                    scale_left=&scale_left[0], scale_right=&scale_right[0], max_dim=max_dim)
     parallel_units(n_units, 1, bytes_scratch, unit_tables, &w, n_threads)
     return np.asarray(tables)
@@ -1240,8 +1230,8 @@ cdef void* few_rows_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef const FewRows* w = <const FewRows*> work
     cdef FewRowsScratch* s = <FewRowsScratch*> take(mem, sizeof(FewRowsScratch))
     if s != NULL:
-        s.left_taken = <uint8_t*> take(mem, w.f.max_tree_nodes * FEW_ROWS)
-        s.pattern = <uint32_t*> take(mem, w.f.max_tree_nodes * FEW_ROWS * sizeof(uint32_t))
+        take_each(mem, w.f.max_tree_nodes * FEW_ROWS, &s.left_taken)
+        take_each(mem, w.f.max_tree_nodes * FEW_ROWS, &s.pattern)
         s.rows = <const double**> take(mem, 6 * FEW_ROWS * w.max_units * sizeof(double*))
     return s
 
@@ -1298,11 +1288,11 @@ cdef struct PatternRows:
     int64_t column_stride  # rows of a block's transposed columns: min(block, rows)
     const int64_t* trees
     int64_t n_trees
-    const int64_t* tree_unit_start
-    const int64_t* unit_leaf
+    const int64_t* tree_unit_start  # tree t's units: tree_unit_start[t]:tree_unit_start[t + 1]
+    const int64_t* unit_leaf        # per unit (UnitRecord): leaf, right leaf, slot
     const int64_t* unit_right
     const int64_t* unit_slot
-    const double* tables
+    const double* tables            # unit u's table from tables[table_start[u]]
     const int64_t* table_start
     bint scaled
     int64_t max_units
@@ -1320,10 +1310,10 @@ cdef void* pattern_rows_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef const PatternRows* w = <const PatternRows*> work
     cdef PatternScratch* s = <PatternScratch*> take(mem, sizeof(PatternScratch))
     if s != NULL:
-        s.left_taken = <uint8_t*> take(mem, w.f.max_tree_nodes * SUB * sizeof(uint8_t))
-        s.pattern = <uint32_t*> take(mem, w.f.max_tree_nodes * SUB * sizeof(uint32_t))
-        s.unit_offset = <uint32_t*> take(mem, w.block * w.max_units * sizeof(uint32_t))
-        s.columns = <double*> take(mem, w.column_stride * w.rows.stride * sizeof(double))
+        take_each(mem, w.f.max_tree_nodes * SUB, &s.left_taken)
+        take_each(mem, w.f.max_tree_nodes * SUB, &s.pattern)
+        take_each(mem, w.block * w.max_units, &s.unit_offset)
+        take_each(mem, w.column_stride * w.rows.stride, &s.columns)
     return s
 
 
@@ -1357,7 +1347,7 @@ cdef void pattern_row_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
     cdef uint32_t* unit_offset = (<PatternScratch*> scratch).unit_offset
     cdef uint8_t* left_taken = (<PatternScratch*> scratch).left_taken
     cdef double* columns = (<PatternScratch*> scratch).columns
-    cdef int64_t bi, i, i0, i1, ti, t, start, n, u, v, rv, d, o, k, e, uu, n_units, j
+    cdef int64_t bi, i, i0, i1, ti, t, start, u, v, rv, d, o, k, e, uu, n_units, j
     cdef int64_t r0, nr, r, a, c, s, sb
     cdef double value
     cdef const double* table
@@ -1372,10 +1362,9 @@ cdef void pattern_row_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
                 columns[j * column_stride + (i - i0)] = X[i * stride + j]
         for ti in range(n_trees):
             t = trees[ti]
+            if f.tree_start[t + 1] - f.tree_start[t] == 1:
+                continue  # a stump: no features
             start = f.tree_start[t]
-            n = f.tree_start[t + 1] - start
-            if n == 1:
-                continue
             n_units = tree_unit_start[t + 1] - tree_unit_start[t]
             # 1. every row's pattern (and right bit) at every unit: node by
             # node for SUB rows at a time (independent rows, no chain)
@@ -1503,16 +1492,10 @@ cdef void* grad_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef GradScratch* g = <GradScratch*> take(mem, sizeof(GradScratch))
     if g == NULL:
         return NULL
-    g.ratio_prod = <double*> take(mem, n * sizeof(double))
-    g.follow_prod = <double*> take(mem, n * sizeof(double))
-    g.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
-    g.factor = <double*> take(mem, n * sizeof(double))
-    g.nonzero_prod = <double*> take(mem, n * sizeof(double))
-    g.zeros = <int64_t*> take(mem, n * sizeof(int64_t))
-    g.total0 = <double*> take(mem, n * sizeof(double))
-    g.total1 = <double*> take(mem, n * sizeof(double))
-    g.deepest0 = <double*> take(mem, n * sizeof(double))
-    g.deepest1 = <double*> take(mem, n * sizeof(double))
+    take_each(mem, n, &g.ratio_prod, &g.follow_prod, &g.factor, &g.nonzero_prod)
+    take_each(mem, n, &g.total0, &g.total1, &g.deepest0, &g.deepest1)
+    take_each(mem, n, &g.left_taken)
+    take_each(mem, n, &g.zeros)
     return g
 
 
@@ -1599,11 +1582,12 @@ cdef void gradient_rows(void* work, int64_t lo, int64_t hi, void* scratch,
     cdef PointGradients w = (<const PointGradients*> work)[0]
     cdef GradScratch g = (<GradScratch*> scratch)[0]  # a copy: see the driver
     cdef int64_t i, t
+    cdef double* row_grad
     for i in range(lo, hi):
+        row_grad = w.grad + i * w.f.n_features
         for t in range(w.f.n_trees):
             w.value[i] += tree_gradient_at(&w.f, t, w.output[i], row_at(&w.rows, i),
-                                           row_at(&w.points, i), &g,
-                                           w.grad + i * w.f.n_features)
+                                           row_at(&w.points, i), &g, row_grad)
 
 
 def treegrad(ens, const double[:, ::1] X, const double[:, ::1] Z, const int64_t[::1] output,
@@ -1665,16 +1649,14 @@ cdef void* ranker_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef RankerScratch* r = <RankerScratch*> take(mem, sizeof(RankerScratch))
     if r == NULL:
         return NULL
-    r.leaf_value = <double*> take(mem, n_leaves * sizeof(double))
-    r.leaf_dim = <int64_t*> take(mem, n_leaves * sizeof(int64_t))
-    r.ratio = <double*> take(mem, n_entries * sizeof(double))
-    r.diff = <double*> take(mem, n_entries * sizeof(double))
-    r.feature = <int64_t*> take(mem, n_entries * sizeof(int64_t))
-    r.left_taken = <uint8_t*> take(mem, size.max_nodes * sizeof(uint8_t))
-    r.ratio_prod = <double*> take(mem, size.max_nodes * sizeof(double))
-    r.follow_prod = <double*> take(mem, size.max_nodes * sizeof(double))
-    r.prefix = <double*> take(mem, 4 * max(size.max_dim, 1) * sizeof(double))
-    r.state = <double*> take(mem, 5 * max(size.p, 1) * sizeof(double))
+    take_each(mem, n_leaves, &r.leaf_value)
+    take_each(mem, n_leaves, &r.leaf_dim)
+    take_each(mem, n_entries, &r.ratio, &r.diff)
+    take_each(mem, n_entries, &r.feature)
+    take_each(mem, size.max_nodes, &r.left_taken)
+    take_each(mem, size.max_nodes, &r.ratio_prod, &r.follow_prod)
+    take_each(mem, 4 * max(size.max_dim, 1), &r.prefix)
+    take_each(mem, 5 * max(size.p, 1), &r.state)
     return r
 
 

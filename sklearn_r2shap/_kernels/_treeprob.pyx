@@ -42,7 +42,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
 
-from ._common cimport Buffers, Outputs, Rows, output_row, parallel_units, row_at, rows_of, take
+from ._common cimport (
+    Buffers, Outputs, Rows, output_row, parallel_units, row_at, rows_of, take, take_each,
+)
 from ._forest cimport Forest, Interrupt, forest_from, path_factors
 
 
@@ -69,18 +71,13 @@ cdef void* prob_scratch(void* work, Buffers* mem) noexcept nogil:
     cdef ProbScratch* sc = <ProbScratch*> take(mem, sizeof(ProbScratch))
     if sc == NULL:
         return NULL
-    sc.ratio_prod = <double*> take(mem, n * sizeof(double))
-    sc.follow_prod = <double*> take(mem, n * sizeof(double))
-    sc.left_taken = <uint8_t*> take(mem, n * sizeof(uint8_t))
-    sc.level = <int64_t*> take(mem, n * sizeof(int64_t))
-    sc.node = <int64_t*> take(mem, levels * sizeof(int64_t))
-    sc.distinct = <int64_t*> take(mem, levels * sizeof(int64_t))
-    sc.factor = <double complex*> take(mem, levels * m * sizeof(double complex))
-    sc.inverse = <double complex*> take(mem, levels * m * sizeof(double complex))
-    sc.nonzero_prod = <double complex*> take(mem, levels * m * sizeof(double complex))
-    sc.zeros = <int64_t*> take(mem, levels * m * sizeof(int64_t))
-    sc.subtree = <double complex*> take(mem, levels * m * size.n_values * sizeof(double complex))
-    sc.deepest = <double complex*> take(mem, levels * m * size.n_values * sizeof(double complex))
+    take_each(mem, n, &sc.ratio_prod, &sc.follow_prod)
+    take_each(mem, n, &sc.left_taken)
+    take_each(mem, n, &sc.level)
+    take_each(mem, levels, &sc.node, &sc.distinct)
+    take_each(mem, levels * m, &sc.factor, &sc.inverse, &sc.nonzero_prod)
+    take_each(mem, levels * m, &sc.zeros)
+    take_each(mem, levels * m * size.n_values, &sc.subtree, &sc.deepest)
     return sc
 
 
@@ -272,9 +269,11 @@ cdef struct ProbSums:
     ProbSize size  # first: prob_scratch reads it
     Forest f
     Rows rows
-    const int64_t* tree_m
-    const int64_t* point_start
-    const int64_t* pad_start
+    const int64_t* trees        # those with M_t > 0, in order
+    int64_t n_trees
+    const int64_t* tree_m       # M_t, per tree; tree t's encoding (encoding(q^(M_t))):
+    const int64_t* point_start  # its points and weights from point_start[t],
+    const int64_t* pad_start    # its pad from pad_start[t]
     const double complex* points
     const double complex* weights
     const double complex* pad
@@ -285,14 +284,13 @@ cdef void prob_rows(void* work, int64_t lo, int64_t hi, void* scratch,
                     Interrupt* stop) noexcept nogil:
     cdef ProbSums w = (<const ProbSums*> work)[0]
     cdef ProbScratch sc = (<ProbScratch*> scratch)[0]  # a copy: see the driver
-    cdef int64_t i, t
+    cdef int64_t i, ti, t
     for i in range(lo, hi):
-        for t in range(w.f.n_trees):
-            if w.tree_m[t] > 0:
-                tree_probabilistic(&w.f, t, row_at(&w.rows, i), w.tree_m[t],
-                                   &w.points[w.point_start[t]], &w.weights[w.point_start[t]],
-                                   &w.pad[w.pad_start[t]], &sc,
-                                   output_row(&w.out, i, 0))
+        for ti in range(w.n_trees):
+            t = w.trees[ti]
+            tree_probabilistic(&w.f, t, row_at(&w.rows, i), w.tree_m[t],
+                               &w.points[w.point_start[t]], &w.weights[w.point_start[t]],
+                               &w.pad[w.pad_start[t]], &sc, output_row(&w.out, i, 0))
 
 
 def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_threads,
@@ -338,11 +336,14 @@ def treeprob(ens, const double[:, ::1] X, weights, double[:, :, ::1] out, int n_
     cdef int64_t m_max = max(sizes) // 2 + 1 if sizes else 1
     cdef int64_t max_depth = int(depths.max(initial=0))
     cdef ProbSums w
+    cdef const int64_t[::1] listed
     if n_rows == 0 or not sizes:
         return
+    listed = np.flatnonzero(tree_m_np > 0).astype(np.int64)
     w = ProbSums(size=ProbSize(n_nodes=f.max_tree_nodes, depth=max_depth, m=m_max,
                                n_values=f.n_values),
-                 f=f, rows=rows_of(X), tree_m=&tree_m[0],
+                 f=f, rows=rows_of(X), trees=&listed[0], n_trees=listed.shape[0],
+                 tree_m=&tree_m[0],
                  point_start=&point_start[0], pad_start=&pad_start[0], points=&points_v[0],
                  weights=&weights_v[0], pad=&pad_v[0],
                  out=Outputs(&out[0, 0, 0], out.shape[1], out.shape[2]))
