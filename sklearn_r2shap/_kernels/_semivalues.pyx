@@ -1347,7 +1347,7 @@ cdef void pattern_row_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
     cdef uint32_t* unit_offset = (<PatternScratch*> scratch).unit_offset
     cdef uint8_t* left_taken = (<PatternScratch*> scratch).left_taken
     cdef double* columns = (<PatternScratch*> scratch).columns
-    cdef int64_t bi, i, i0, i1, ti, t, start, u, v, rv, d, o, k, e, uu, n_units, j
+    cdef int64_t bi, i, i0, i1, ti, t, start, n, u, v, rv, d, o, k, e, uu, n_units, j
     cdef int64_t r0, nr, r, a, c, s, sb
     cdef double value
     cdef const double* table
@@ -1362,9 +1362,10 @@ cdef void pattern_row_blocks(void* work, int64_t lo, int64_t hi, void* scratch,
                 columns[j * column_stride + (i - i0)] = X[i * stride + j]
         for ti in range(n_trees):
             t = trees[ti]
-            if f.tree_start[t + 1] - f.tree_start[t] == 1:
-                continue  # a stump: no features
             start = f.tree_start[t]
+            n = f.tree_start[t + 1] - start
+            if n == 1:
+                continue
             n_units = tree_unit_start[t + 1] - tree_unit_start[t]
             # 1. every row's pattern (and right bit) at every unit: node by
             # node for SUB rows at a time (independent rows, no chain)
